@@ -1,0 +1,66 @@
+# "Attention Is All You Need", the textbook. Two commands for a newcomer:
+#   make book   set up, then build the site into _build/html
+#   make test   set up, then lint, test the package, run every notebook (strict nbval), build the site
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+export PYTHONHASHSEED := 0
+export AIAYN_THREADS ?= 2
+# tests and CI read the Multi30k corpus from the local copy, never the network
+export AIAYN_DATA_DIR ?= $(abspath ../shared/data/multi30k)
+
+.PHONY: help setup book test lint pytest nbval outputs bench student site-test clean
+
+help:
+	@echo "make book     build the site into _build/html (sets itself up)"
+	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
+	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
+	@echo "make bench    speed measurements (not part of the tests)"
+	@echo "make lint     ruff over the package, the tests and the notebooks"
+	@echo "make clean    remove build outputs (keeps .venv)"
+
+# The virtual environment is rebuilt when it is missing or older than the requirements.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+book: setup
+	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
+	@test -f _build/html/index.html && echo "site: _build/html/index.html"
+
+lint: setup
+	$(BIN)/ruff check aiayn_helpers tests notebooks
+	$(BIN)/ruff format --check aiayn_helpers tests
+
+pytest: setup
+	$(BIN)/pytest tests -m "not site" -q
+
+nbval: setup
+	$(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	  --nbval-cell-timeout=600 -p no:randomly -q notebooks
+
+site-test: setup
+	$(BIN)/pytest tests -m site -q
+
+test: lint pytest nbval book site-test
+	@echo "make test: all steps passed"
+
+outputs: setup
+	$(BIN)/python tests/tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+
+bench: setup
+	$(BIN)/python tests/bench.py
+
+clean:
+	rm -rf _build _student .pytest_cache
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

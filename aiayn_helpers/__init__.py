@@ -1,0 +1,31 @@
+"""aiayn_helpers: the canonical, tested implementation used by the chapters of
+"Attention Is All You Need, from first principles".
+
+Mask convention: boolean, True = may attend.
+"""
+
+from .attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, PositionwiseFeedForward
+from .model import Transformer
+from .positional import PositionalEncoding, sinusoidal_encoding
+from .utils import count_parameters, seed_everything, setup_notebook
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "causal_mask",
+    "padding_mask",
+    "MultiHeadAttention",
+    "sinusoidal_encoding",
+    "PositionalEncoding",
+    "PositionwiseFeedForward",
+    "EncoderLayer",
+    "Encoder",
+    "DecoderLayer",
+    "Decoder",
+    "Transformer",
+    "count_parameters",
+    "seed_everything",
+    "setup_notebook",
+]

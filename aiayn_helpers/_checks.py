@@ -1,0 +1,73 @@
+"""Input validation shared by the package.
+
+Every public function checks what it is given and raises ``ValueError`` with a
+message that names what was expected and what was given. Nothing is allowed to
+broadcast silently into a wrong answer.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def check_positive_int(name: str, value: object) -> None:
+    """Raise unless ``value`` is a positive ``int`` (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def check_tensor(name: str, x: object, *, min_dim: int | None = None, dim: int | None = None) -> None:
+    """Raise unless ``x`` is a tensor with the requested number of dimensions."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if dim is not None and x.dim() != dim:
+        raise ValueError(f"{name} must have {dim} dimensions, got shape {tuple(x.shape)}")
+    if min_dim is not None and x.dim() < min_dim:
+        raise ValueError(f"{name} must have at least {min_dim} dimensions, got shape {tuple(x.shape)}")
+
+
+def check_floating(name: str, x: torch.Tensor) -> None:
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+
+
+def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
+    """Raise unless ``tokens`` is a ``(batch, seq_len)`` integer tensor of ids in ``[0, vocab_size)``."""
+    check_tensor(name, tokens, dim=2)
+    assert isinstance(tokens, torch.Tensor)
+    if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise ValueError(f"{name} must hold integer token ids, got dtype {tokens.dtype}")
+    if tokens.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one position, got shape {tuple(tokens.shape)}")
+    if tokens.numel() > 0:
+        lo, hi = int(tokens.min()), int(tokens.max())
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(
+                f"{name} must hold ids in [0, {vocab_size}), got values in [{lo}, {hi}]"
+            )
+
+
+def check_mask(mask: object, target_shape: tuple[int, ...]) -> torch.Tensor:
+    """Check a boolean attention mask (True = may attend) against ``target_shape``.
+
+    ``target_shape`` is the shape of the attention scores, ``(..., T_q, T_k)``.
+    The mask must broadcast to it *without* growing the scores: a mask whose
+    broadcast would change the shape of the result is rejected.
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise ValueError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}; "
+            "convert an additive float mask with `mask == 0` or build it with causal_mask()/padding_mask()"
+        )
+    try:
+        shape = torch.broadcast_shapes(tuple(mask.shape), target_shape)
+    except RuntimeError:
+        shape = None
+    if shape != torch.Size(target_shape):
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
+            f"{tuple(target_shape)} (expected (..., T_q, T_k) = (..., {target_shape[-2]}, {target_shape[-1]}))"
+        )
+    return mask

@@ -1,0 +1,203 @@
+"""Scaled dot-product attention, masks and multi-head attention (paper, section 3.2).
+
+Mask convention throughout the package: a boolean tensor where **True means
+"may attend"**, the convention of ``torch.nn.functional.scaled_dot_product_attention``.
+(``nn.MultiheadAttention``'s boolean masks mean the opposite: True = blocked.)
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_floating, check_mask, check_positive_int, check_tensor
+
+
+def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Boolean ``(size, size)`` mask, True on and below the diagonal.
+
+    Row ``i`` is query position ``i``; it may attend to key positions ``0..i``.
+    """
+    check_positive_int("size", size)
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Boolean ``(batch, 1, 1, seq_len)`` mask, True where ``tokens`` is not padding.
+
+    The two singleton dimensions broadcast over heads and query positions, so the
+    mask can be passed straight to :class:`MultiHeadAttention`.
+    """
+    check_tensor("tokens", tokens, dim=2)
+    if tokens.is_floating_point() or tokens.dtype == torch.bool:
+        raise ValueError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
+        raise ValueError(f"pad_id must be an int, got {pad_id!r}")
+    return (tokens != pad_id)[:, None, None, :]
+
+
+def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, t, min_dim=2)
+        check_floating(name, t)
+    if not (query.dtype == key.dtype == value.dtype):
+        raise ValueError(
+            f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, {value.dtype}"
+        )
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(
+            f"query and key must have the same last dimension d_k, got query (..., {query.shape[-1]}) "
+            f"and key (..., {key.shape[-1]})"
+        )
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"key and value must have the same number of positions T_k, got key {tuple(key.shape)} "
+            f"and value {tuple(value.shape)}"
+        )
+
+
+def scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, equation (1) of the paper.
+
+    Args:
+        query: ``(..., T_q, d_k)``.
+        key: ``(..., T_k, d_k)``.
+        value: ``(..., T_k, d_v)``.
+        mask: optional boolean tensor broadcastable to ``(..., T_q, T_k)``;
+            True = may attend. A query row that may attend to nothing gets all-zero
+            weights and a zero output (never NaN).
+        dropout_p: dropout applied to the attention weights (0 by default).
+
+    Returns:
+        ``(output, weights)`` with shapes ``(..., T_q, d_v)`` and ``(..., T_q, T_k)``.
+        ``weights`` are the ones used for the output (after dropout, if any).
+    """
+    _check_qkv(query, key, value)
+    d_k = query.shape[-1]
+    scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    batch_shape = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    target = (*batch_shape, query.shape[-2], key.shape[-2])
+    if mask is not None:
+        check_mask(mask, target)
+        # The most negative finite number, not -inf: a fully masked row then gives a
+        # uniform softmax instead of NaN, and we zero it explicitly below.
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ value, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (paper, section 3.2.2).
+
+    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`` with ``d_k = d_v = d_model / num_heads``.
+    The ``h`` per-head projections are stored as one ``(d_model, d_model)`` linear
+    layer each for Q, K and V; a reshape splits them into heads.
+
+    Two paths compute the same thing:
+
+    * the explicit path (``fused=False``, the default) follows the equations and
+      keeps the last attention weights in ``self.attention_weights``
+      ``(batch, num_heads, T_q, T_k)`` for plotting;
+    * the fused path (``fused=True``) calls ``F.scaled_dot_product_attention``,
+      which is faster and lighter on memory but does not return the weights
+      (``self.attention_weights`` is then ``None``).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, fused: bool = False):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("num_heads", num_heads)
+        if d_model % num_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by num_heads, got d_model={d_model} and num_heads={num_heads} "
+                f"(d_model % num_heads = {d_model % num_heads})"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout = dropout
+        self.fused = fused
+        self.attention_weights: torch.Tensor | None = None
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, T, d_model) -> (batch, num_heads, T, d_k)."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.d_k).transpose(1, 2)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Attend from ``query`` to ``key``/``value``.
+
+        Args:
+            query: ``(batch, T_q, d_model)``.
+            key, value: ``(batch, T_k, d_model)``.
+            mask: boolean, True = may attend, broadcastable to
+                ``(batch, num_heads, T_q, T_k)``. A 3-D mask ``(batch, T_q, T_k)`` is
+                read as one mask per batch element and shared across heads.
+
+        Returns:
+            ``(batch, T_q, d_model)``.
+        """
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            check_tensor(name, t, dim=3)
+            check_floating(name, t)
+            if t.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have last dimension d_model={self.d_model}, got shape {tuple(t.shape)} "
+                    "(inputs are batch-first: (batch, seq_len, d_model))"
+                )
+        if not (query.shape[0] == key.shape[0] == value.shape[0]):
+            raise ValueError(
+                f"query, key and value must share the batch size, got {query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
+            )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(
+                f"key and value must have the same length, got {tuple(key.shape)} and {tuple(value.shape)}"
+            )
+        batch, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
+        if mask is not None:
+            if isinstance(mask, torch.Tensor) and mask.dim() == 3:
+                mask = mask.unsqueeze(1)  # (batch, 1, T_q, T_k): same mask for every head
+            mask = check_mask(mask, (batch, self.num_heads, t_q, t_k))
+
+        q = self._split_heads(self.w_q(query))  # (batch, heads, T_q, d_k)
+        k = self._split_heads(self.w_k(key))  # (batch, heads, T_k, d_k)
+        v = self._split_heads(self.w_v(value))  # (batch, heads, T_k, d_k)
+        p = self.dropout if self.training else 0.0
+
+        if self.fused:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            if mask is not None:  # rows with nothing to attend to: zeros, not NaN
+                out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+            self.attention_weights = None
+        else:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+            self.attention_weights = weights.detach()
+
+        out = out.transpose(1, 2).reshape(batch, t_q, self.d_model)  # concatenate the heads
+        return self.w_o(out)

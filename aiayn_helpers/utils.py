@@ -1,0 +1,48 @@
+"""Small helpers shared by the chapters: seeding, counting, notebook defaults."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def seed_everything(seed: int = 0) -> None:
+    """Seed Python, NumPy and PyTorch, and ask PyTorch for deterministic kernels."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
+    """Number of parameters; shared (tied) tensors are counted once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
+    """One call at the top of every chapter: seeds, CPU threads and figure defaults.
+
+    Figures are emitted as PNG (SVG output embeds random ids that strict nbval would flag).
+    ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 2.
+    """
+    seed_everything(seed)
+    torch.set_num_threads(threads or int(os.environ.get("AIAYN_THREADS", "2")))
+    torch.set_printoptions(precision=4, sci_mode=False)
+    np.set_printoptions(precision=4, suppress=True)
+    try:
+        import matplotlib
+        import matplotlib.pyplot as plt
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # plotting is optional for the package itself
+        return
+    set_matplotlib_formats("png")
+    matplotlib.rcParams.update(
+        {"figure.dpi": 100, "figure.figsize": (6.4, 4.0), "axes.grid": True, "grid.alpha": 0.3,
+         "svg.hashsalt": "aiayn"}
+    )
+    plt.rcParams["axes.spines.top"] = False
+    plt.rcParams["axes.spines.right"] = False
