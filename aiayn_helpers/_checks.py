@@ -42,9 +42,7 @@ def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
     if tokens.numel() > 0:
         lo, hi = int(tokens.min()), int(tokens.max())
         if lo < 0 or hi >= vocab_size:
-            raise ValueError(
-                f"{name} must hold ids in [0, {vocab_size}), got values in [{lo}, {hi}]"
-            )
+            raise ValueError(f"{name} must hold ids in [0, {vocab_size}), got values in [{lo}, {hi}]")
 
 
 def check_mask(mask: object, target_shape: tuple[int, ...]) -> torch.Tensor:

@@ -44,9 +44,7 @@ def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> N
         check_tensor(name, t, min_dim=2)
         check_floating(name, t)
     if not (query.dtype == key.dtype == value.dtype):
-        raise ValueError(
-            f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, {value.dtype}"
-        )
+        raise ValueError(f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(
             f"query and key must have the same last dimension d_k, got query (..., {query.shape[-1]}) "
@@ -173,7 +171,8 @@ class MultiHeadAttention(nn.Module):
                 )
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
             raise ValueError(
-                f"query, key and value must share the batch size, got {query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
+                "query, key and value must share the batch size, "
+                f"got {query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(

@@ -52,12 +52,12 @@ class Transformer(nn.Module):
                 "share_embeddings=True needs one shared vocabulary, got "
                 f"src_vocab_size={src_vocab_size} and tgt_vocab_size={tgt_vocab_size}"
             )
-        if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not (
-            0 <= pad_id < min(src_vocab_size, tgt_vocab_size)
+        if (
+            isinstance(pad_id, bool)
+            or not isinstance(pad_id, int)
+            or not (0 <= pad_id < min(src_vocab_size, tgt_vocab_size))
         ):
-            raise ValueError(
-                f"pad_id must be an int in [0, {min(src_vocab_size, tgt_vocab_size)}), got {pad_id!r}"
-            )
+            raise ValueError(f"pad_id must be an int in [0, {min(src_vocab_size, tgt_vocab_size)}), got {pad_id!r}")
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
         self.d_model = d_model
@@ -102,8 +102,7 @@ class Transformer(nn.Module):
         check_token_ids("src", src, self.src_vocab_size)
         if memory.dim() != 3 or memory.shape[:2] != src.shape or memory.shape[-1] != self.d_model:
             raise ValueError(
-                f"memory must have shape (batch, S, d_model) = {(*src.shape, self.d_model)}, "
-                f"got {tuple(memory.shape)}"
+                f"memory must have shape (batch, S, d_model) = {(*src.shape, self.d_model)}, got {tuple(memory.shape)}"
             )
         if tgt.shape[0] != src.shape[0]:
             raise ValueError(f"src and tgt must share the batch size, got {src.shape[0]} and {tgt.shape[0]}")

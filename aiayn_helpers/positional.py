@@ -54,6 +54,9 @@ class PositionalEncoding(nn.Module):
         self.extend = extend
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        # A float64 copy on the CPU, outside the buffers (some devices have no float64):
+        # `.double()` would only widen the rounded float32 table.
+        self._pe64 = sinusoidal_encoding(max_len, d_model, torch.float64)
 
     @property
     def max_len(self) -> int:
@@ -73,4 +76,7 @@ class PositionalEncoding(nn.Module):
                     "build PositionalEncoding with a larger max_len or extend=True"
                 )
             self.pe = sinusoidal_encoding(length, self.d_model).to(self.pe.device)
+            self._pe64 = sinusoidal_encoding(length, self.d_model, torch.float64)
+        if x.dtype == torch.float64:  # exact table for float64 work (the equivalence tests)
+            return self.dropout(x + self._pe64[:length].to(x.device))
         return self.dropout(x + self.pe[:length].to(x.dtype))

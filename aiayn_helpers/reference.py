@@ -26,9 +26,7 @@ def copy_mha_from_torch(ours: MultiHeadAttention, ref: nn.MultiheadAttention) ->
         raise ValueError("only nn.MultiheadAttention with equal q/k/v sizes and bias=True is supported")
     if ref.num_heads != ours.num_heads:
         raise ValueError(f"head counts differ: ours {ours.num_heads}, reference {ref.num_heads}")
-    for lin, w, b in zip(
-        (ours.w_q, ours.w_k, ours.w_v), ref.in_proj_weight.chunk(3), ref.in_proj_bias.chunk(3)
-    ):
+    for lin, w, b in zip((ours.w_q, ours.w_k, ours.w_v), ref.in_proj_weight.chunk(3), ref.in_proj_bias.chunk(3)):
         _copy(lin.weight, w)
         _copy(lin.bias, b)
     _copy(ours.w_o.weight, ref.out_proj.weight)

@@ -41,8 +41,7 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
         return
     set_matplotlib_formats("png")
     matplotlib.rcParams.update(
-        {"figure.dpi": 100, "figure.figsize": (6.4, 4.0), "axes.grid": True, "grid.alpha": 0.3,
-         "svg.hashsalt": "aiayn"}
+        {"figure.dpi": 100, "figure.figsize": (6.4, 4.0), "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "aiayn"}
     )
     plt.rcParams["axes.spines.top"] = False
     plt.rcParams["axes.spines.right"] = False

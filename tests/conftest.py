@@ -1,0 +1,17 @@
+"""Shared fixtures for the package tests. Everything runs on the CPU in float64."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_threads():
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    yield
+
+
+def f64(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, dtype=torch.float64)
