@@ -1,0 +1,258 @@
+"""Multi30k (German -> English), a shared BPE vocabulary and length-bucketed batches.
+
+The corpus is downloaded once from its public source, the ``multi30k/dataset``
+repository on GitHub (folder ``data/task1/raw``), into a cache folder, and every
+file is checked against a SHA-256 sum before it is used. Set ``AIAYN_DATA_DIR``
+(or pass ``data_dir``) to read a local copy instead: tests and CI never touch the
+network.
+
+Special token ids are fixed across the book: ``<pad>=0, <bos>=1, <eos>=2, <unk>=3``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import random
+import urllib.request
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+MULTI30K_SHA256 = {
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+}
+SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
+DEFAULT_CACHE = Path("~/.cache/aiayn_helpers/multi30k")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify_file(path: str | os.PathLike) -> None:
+    """Raise ``ValueError`` unless ``path`` exists and matches its entry in :data:`MULTI30K_SHA256`."""
+    path = Path(path)
+    if path.name not in MULTI30K_SHA256:
+        raise ValueError(f"{path.name!r} is not a Multi30k file; expected one of {sorted(MULTI30K_SHA256)}")
+    if not path.is_file():
+        raise ValueError(f"Multi30k file {path} is missing")
+    expected, actual = MULTI30K_SHA256[path.name], _sha256(path)
+    if actual != expected:
+        raise ValueError(
+            f"checksum mismatch for {path}: expected sha256 {expected}, got {actual}. "
+            "The file is corrupt or incomplete; delete it (it is downloaded again) or fix the copy."
+        )
+
+
+def _download(name: str, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    partial = folder / (name + ".part")
+    try:
+        with urllib.request.urlopen(MULTI30K_URL + name, timeout=60) as response, open(partial, "wb") as out:
+            out.write(response.read())
+    except OSError as err:  # URLError is an OSError
+        partial.unlink(missing_ok=True)
+        raise ValueError(
+            f"could not download {MULTI30K_URL + name}: {err}. Without a network, point "
+            "AIAYN_DATA_DIR (or data_dir=) at a folder holding the six Multi30k .gz files."
+        ) from err
+    try:
+        expected, actual = MULTI30K_SHA256[name], _sha256(partial)
+        if actual != expected:
+            raise ValueError(
+                f"checksum mismatch for downloaded {name}: expected sha256 {expected}, got {actual}"
+            )
+    except ValueError:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(target)
+
+
+def multi30k_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """The folder that holds the six Multi30k ``.gz`` files.
+
+    ``data_dir`` if given, else ``$AIAYN_DATA_DIR`` if set, else the cache folder
+    ``~/.cache/aiayn_helpers/multi30k`` (override with ``$AIAYN_CACHE_DIR``), where
+    missing files are downloaded and checked. Only the cache folder is ever
+    written to; a given folder must already hold the files.
+    """
+    if data_dir is None:
+        data_dir = os.environ.get("AIAYN_DATA_DIR") or None
+    if data_dir is not None:
+        folder = Path(data_dir).expanduser()
+        if not folder.is_dir():
+            raise ValueError(f"Multi30k folder {folder} does not exist (from data_dir or $AIAYN_DATA_DIR)")
+        missing = [n for n in MULTI30K_SHA256 if not (folder / n).is_file()]
+        if missing:
+            raise ValueError(f"Multi30k folder {folder} lacks {missing}")
+        return folder
+    folder = Path(os.environ.get("AIAYN_CACHE_DIR") or DEFAULT_CACHE).expanduser()
+    for name in MULTI30K_SHA256:
+        if not (folder / name).is_file():
+            _download(name, folder)
+    return folder
+
+
+def _read_lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n").strip() for line in f]
+
+
+def load_multi30k(
+    split: str, data_dir: str | os.PathLike | None = None, limit: int | None = None
+) -> list[tuple[str, str]]:
+    """``(german, english)`` sentence pairs of ``split`` in ``{"train", "val", "test2016"}``.
+
+    Both files are verified against :data:`MULTI30K_SHA256` before they are read.
+    ``limit`` keeps the first ``limit`` pairs (for quick experiments and tests).
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+        raise ValueError(f"limit must be a positive int or None, got {limit!r}")
+    folder = multi30k_dir(data_dir)
+    paths = [folder / f"{SPLITS[split]}.{lang}.gz" for lang in ("de", "en")]
+    for p in paths:
+        verify_file(p)
+    de, en = (_read_lines(p) for p in paths)
+    if len(de) != len(en):
+        raise ValueError(f"{paths[0].name} has {len(de)} lines but {paths[1].name} has {len(en)}")
+    pairs = list(zip(de, en, strict=True))
+    return pairs[:limit] if limit is not None else pairs
+
+
+# -- vocabulary ---------------------------------------------------------------------------------
+def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2):
+    """Train one byte-pair-encoding vocabulary shared by German and English.
+
+    Returns a ``tokenizers.Tokenizer`` with ``<pad> <bos> <eos> <unk>`` at ids 0-3.
+    Words are split on spaces (kept as the ``▁`` marker, as in SentencePiece) and
+    punctuation, text is *not* lower-cased, and ``tokenizer.decode(ids)`` gives
+    back the original spacing, so BLEU is computed on real text.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must be an int > {len(SPECIAL_TOKENS)}, got {vocab_size!r}")
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"), pre_tokenizers.Punctuation()]
+    )
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
+    )
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    for i, s in enumerate(SPECIAL_TOKENS):
+        assert tok.token_to_id(s) == i, (s, tok.token_to_id(s))
+    return tok
+
+
+def encode_pairs(
+    tokenizer, pairs: Sequence[tuple[str, str]], max_len: int | None = None
+) -> list[tuple[list[int], list[int]]]:
+    """Token ids of each pair: source ``ids + [<eos>]``, target ``[<bos>] + ids + [<eos>]``.
+
+    ``max_len`` (if given) truncates both sides to at most ``max_len`` ids, the
+    special tokens included (the closing ``<eos>`` is kept).
+    """
+    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 3):
+        raise ValueError(f"max_len must be an int >= 3 or None, got {max_len!r}")
+    if not pairs:
+        return []
+    src = tokenizer.encode_batch([p[0] for p in pairs], add_special_tokens=False)
+    tgt = tokenizer.encode_batch([p[1] for p in pairs], add_special_tokens=False)
+    out = []
+    for s, t in zip(src, tgt, strict=True):
+        s_ids, t_ids = list(s.ids), list(t.ids)
+        if max_len is not None:
+            s_ids, t_ids = s_ids[: max_len - 1], t_ids[: max_len - 2]
+        out.append((s_ids + [EOS_ID], [BOS_ID] + t_ids + [EOS_ID]))
+    return out
+
+
+def length_batches(
+    pairs_ids: Sequence[tuple[Sequence[int], Sequence[int]]],
+    max_tokens: int,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> list[list[int]]:
+    """Group pair indices into batches of similar length.
+
+    Each batch's padded source (``batch * longest source``) and padded target
+    (``batch * longest target``) both hold at most ``max_tokens`` ids, as the paper's
+    "batches of approximately 25000 source and 25000 target tokens" (section 5.1).
+    Pairs are sorted by length (ties broken at random), cut into batches and, with
+    ``shuffle``, the batch order is shuffled; ``seed`` makes both reproducible.
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    rng = random.Random(seed)
+    lengths = [(len(s), len(t)) for s, t in pairs_ids]
+    for i, (ls, lt) in enumerate(lengths):
+        if max(ls, lt) > max_tokens:
+            raise ValueError(
+                f"pair {i} has {ls} source and {lt} target ids, more than max_tokens={max_tokens}; "
+                "raise max_tokens or truncate with encode_pairs(..., max_len=...)"
+            )
+    keys = [rng.random() for _ in lengths]
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i][1], lengths[i][0], keys[i]))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    max_s = max_t = 0
+    for i in order:
+        ls, lt = lengths[i]
+        new_s, new_t = max(max_s, ls), max(max_t, lt)
+        if current and (len(current) + 1) * max(new_s, new_t) > max_tokens:
+            batches.append(current)
+            current, new_s, new_t = [], ls, lt
+        current.append(i)
+        max_s, max_t = new_s, new_t
+    if current:
+        batches.append(current)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches
+
+
+def collate(
+    batch_of_pairs_ids: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int = PAD_ID
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Pad a list of ``(src_ids, tgt_ids)`` into ``src (B, S)``, ``tgt_in (B, T)``, ``tgt_out (B, T)``.
+
+    ``tgt_in`` is the target without its last id (the decoder input, starting with
+    ``<bos>``); ``tgt_out`` is the target without its first id (what to predict).
+    """
+    if not batch_of_pairs_ids:
+        raise ValueError("collate needs at least one pair")
+    for i, (s, t) in enumerate(batch_of_pairs_ids):
+        if len(s) < 1 or len(t) < 2:
+            raise ValueError(f"pair {i}: source needs >= 1 id and target >= 2 ids, got {len(s)} and {len(t)}")
+    b = len(batch_of_pairs_ids)
+    s_len = max(len(s) for s, _ in batch_of_pairs_ids)
+    t_len = max(len(t) for _, t in batch_of_pairs_ids) - 1
+    src = torch.full((b, s_len), pad_id, dtype=torch.long)
+    tgt_in = torch.full((b, t_len), pad_id, dtype=torch.long)
+    tgt_out = torch.full((b, t_len), pad_id, dtype=torch.long)
+    for i, (s, t) in enumerate(batch_of_pairs_ids):
+        src[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+        tgt_in[i, : len(t) - 1] = torch.as_tensor(t[:-1], dtype=torch.long)
+        tgt_out[i, : len(t) - 1] = torch.as_tensor(t[1:], dtype=torch.long)
+    return src, tgt_in, tgt_out
