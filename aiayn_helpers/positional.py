@@ -75,7 +75,7 @@ class PositionalEncoding(nn.Module):
                     f"sequence length {length} exceeds max_len={self.max_len} of the positional table; "
                     "build PositionalEncoding with a larger max_len or extend=True"
                 )
-            self.pe = sinusoidal_encoding(length, self.d_model).to(self.pe.device)
+            self.pe = sinusoidal_encoding(length, self.d_model, self.pe.dtype).to(self.pe.device)
             self._pe64 = sinusoidal_encoding(length, self.d_model, torch.float64)
         if x.dtype == torch.float64:  # exact table for float64 work (the equivalence tests)
             return self.dropout(x + self._pe64[:length].to(x.device))
