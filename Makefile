@@ -21,6 +21,7 @@ help:
 	@echo "make book     build the site into _build/html (sets itself up)"
 	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
+	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make bench    speed measurements (not part of the tests)"
 	@echo "make lint     ruff over the package, the tests and the notebooks"
 	@echo "make clean    remove build outputs (keeps .venv)"
@@ -50,6 +51,13 @@ nbval: setup
 
 site-test: setup
 	$(BIN)/pytest tests -m site -q
+
+# The student edition, generated from the same sources (never edited by hand): solutions replaced
+# by stubs that raise NotImplementedError, and a site with the solutions hidden.
+student: setup
+	$(BIN)/python tests/tools/make_student.py --out _student
+	$(BIN)/jupyter-book build _student --keep-going
+	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.

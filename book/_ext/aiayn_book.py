@@ -1,0 +1,176 @@
+"""The book's own Sphinx extension (loaded through `local_extensions` in _config.yml).
+
+1. Directives that render the instructor guide's tables from measured data.
+
+``{syllabus}`` maps sessions to chapters; ``{notebook-times}`` lists every notebook.
+Both read ``book/notebook_times.json``, which ``tests/tools/execute_notebooks.py``
+writes each time it executes a notebook, so no time in the guide is typed by hand.
+Chapters are named by their number prefix (``02`` finds ``notebooks/02_*.ipynb``),
+so a notebook that does not exist yet is shown as "in preparation" instead of
+a broken link, and a new notebook is picked up on the next build.
+
+2. A fix for a script that Jupyter Book 1 emits twice on notebook pages
+(sphinx-thebe's `const THEBE_JS_URL = ...`): the second copy is a JavaScript
+error ("Identifier 'THEBE_JS_URL' has already been declared") on every page.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx import addnodes
+from sphinx.util.docutils import SphinxDirective
+
+TIMES_FILE = "book/notebook_times.json"
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+class _TimesMixin(SphinxDirective):
+    def times(self) -> dict[str, dict]:
+        path = Path(self.env.srcdir) / TIMES_FILE
+        self.env.note_dependency(str(path))
+        if not path.exists():
+            return {}
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def notebooks(self) -> list[Path]:
+        folder = Path(self.env.srcdir) / "notebooks"
+        for nb in folder.glob("*.ipynb"):
+            self.env.note_dependency(str(nb))
+        return sorted(folder.glob("*.ipynb"))
+
+    def chapter_link(self, nb: Path) -> nodes.Node:
+        docname = f"notebooks/{nb.stem}"
+        if docname in self.env.found_docs:
+            ref = addnodes.pending_xref(
+                "", refdomain="std", reftype="doc", reftarget="/" + docname, refexplicit=False, refwarn=True
+            )
+            ref += nodes.inline(docname, docname)
+            return ref
+        return nodes.literal(nb.name, nb.name)
+
+    @staticmethod
+    def table(header: list[str], rows: list[list[nodes.Node | str]], widths: list[int]) -> nodes.table:
+        table = nodes.table(classes=["colwidths-auto"])
+        group = nodes.tgroup(cols=len(header))
+        table += group
+        for w in widths:
+            group += nodes.colspec(colwidth=w)
+        thead = nodes.thead()
+        group += thead
+        tbody = nodes.tbody()
+        group += tbody
+        for target, cells in ((thead, [header]), (tbody, rows)):
+            for cells_row in cells:
+                row = nodes.row()
+                for cell in cells_row:
+                    entry = nodes.entry()
+                    para = nodes.paragraph()
+                    for part in cell if isinstance(cell, list) else [cell]:
+                        para += nodes.Text(part) if isinstance(part, str) else part
+                    entry += para
+                    row += entry
+                target += row
+        return table
+
+
+class NotebookTimes(_TimesMixin):
+    """One row per notebook: its link and its measured execution time."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        times = self.times()
+        rows, total, measured = [], 0.0, set()
+        for nb in self.notebooks():
+            entry = times.get(f"notebooks/{nb.name}")
+            if entry:
+                total += entry["seconds"]
+                measured.add((entry.get("cpu_count"), entry.get("threads")))
+            rows.append([self.chapter_link(nb), _format_seconds(entry["seconds"]) if entry else "not measured yet"])
+        rows.append(["all notebooks", _format_seconds(total)])
+        table = self.table(["Notebook", "Run time, top to bottom"], rows, [70, 30])
+        machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
+        note = nodes.paragraph(
+            text=f"Measured by tests/tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}."
+        )
+        return [table, note]
+
+
+class Syllabus(_TimesMixin):
+    """Content: one session per line, ``number | topic | chapter prefixes | before the session``."""
+
+    has_content = True
+    option_spec = {"class": directives.class_option}
+
+    def run(self) -> list[nodes.Node]:
+        times = self.times()
+        notebooks = self.notebooks()
+        rows = []
+        for line in self.content:
+            if not line.strip():
+                continue
+            fields = [f.strip() for f in line.split("|")]
+            if len(fields) != 4:
+                raise self.error(f"syllabus line needs 4 fields separated by '|', got: {line!r}")
+            number, topic, prefixes, before = fields
+            links: list[nodes.Node | str] = []
+            seconds, missing = 0.0, False
+            for prefix in prefixes.split():
+                found = [nb for nb in notebooks if nb.name.startswith(prefix + "_")]
+                if links:
+                    links.append(", ")
+                if not found:
+                    links.append(f"chapter {prefix} (in preparation)")
+                    missing = True
+                    continue
+                for i, nb in enumerate(found):
+                    if i:
+                        links.append(", ")
+                    links.append(self.chapter_link(nb))
+                    entry = times.get(f"notebooks/{nb.name}")
+                    if entry:
+                        seconds += entry["seconds"]
+                    else:
+                        missing = True
+            if not seconds:
+                time_text = "not measured yet"
+            else:
+                time_text = _format_seconds(seconds) + (" + chapters not measured yet" if missing else "")
+            rows.append([number, topic, links, time_text, before])
+        return [
+            self.table(
+                ["Session", "Topic", "Notebooks", "Measured run time", "Before the session"], rows, [8, 24, 30, 14, 24]
+            )
+        ]
+
+
+def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
+    """Keep the first of several identical <script> entries (same file, same inline body)."""
+    scripts = context.get("script_files")
+    if not isinstance(scripts, list):
+        return
+    seen, unique = set(), []
+    for js in scripts:
+        attributes = getattr(js, "attributes", {}) or {}
+        key = (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            unique.append(js)
+    context["script_files"] = unique
+
+
+def setup(app):
+    app.add_directive("notebook-times", NotebookTimes)
+    app.add_directive("syllabus", Syllabus)
+    app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

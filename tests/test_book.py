@@ -1,0 +1,203 @@
+"""The book around the chapters: Colab cells, the common-mistakes index, the instructor guide, offline math."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+MISTAKE_LABEL = re.compile(r"^\((mistake-[A-Za-z0-9_-]+)\)=\s*$", re.MULTILINE)
+MISTAKE_LINK = re.compile(r"\{ref\}`[^`<]*<(mistake-[A-Za-z0-9_-]+)>`|\{ref\}`(mistake-[A-Za-z0-9_-]+)`")
+INDEX = ROOT / "book" / "common_mistakes.md"
+
+
+def toc_files() -> set[str]:
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                yield node["file"]
+            if "root" in node:
+                yield node["root"]
+            for value in node.values():
+                yield from walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from walk(value)
+
+    return {str(Path(f).with_suffix("")) for f in walk(yaml.safe_load((ROOT / "_toc.yml").read_text()))}
+
+
+def mistake_labels() -> dict[str, tuple[str, str]]:
+    """label -> (notebook name, the title of the box it labels), for notebooks in the table of contents."""
+    in_toc = toc_files()
+    labels: dict[str, tuple[str, str]] = {}
+    for path in NOTEBOOKS:
+        if f"notebooks/{path.stem}" not in in_toc:
+            continue
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for m in MISTAKE_LABEL.finditer(cell.source):
+                after = cell.source[m.end() :].strip().splitlines()
+                title = re.sub(r"^[`:]{3,}\{[a-z]+\}\s*|^#+\s*|^Common mistake:\s*", "", after[0] if after else "")
+                title = re.sub(r"^Common mistake:\s*", "", title)
+                assert m[1] not in labels, f"{m[1]} is defined twice ({labels.get(m[1], ('',))[0]}, {path.name})"
+                labels[m[1]] = (path.name, title or m[1])
+    return labels
+
+
+# ---------------------------------------------------------------------------- Colab
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_starts_with_the_hidden_colab_cell(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, "no code cells"
+    first = code[0]
+    assert "remove-cell" in first.metadata.get("tags", []), (
+        "the first code cell must be the Colab cell, tagged remove-cell"
+    )
+    src = first.source
+    assert re.search(r"^\s*import aiayn_helpers", src, re.MULTILINE) and "except ImportError" in src, (
+        "the Colab cell must install aiayn_helpers only when it is missing (try: import ... except ImportError:)"
+    )
+    assert re.search(r"%pip install", src) and "aiayn_helpers" in src.split("except ImportError", 1)[1]
+    assert not first.get("outputs"), "the Colab cell must print nothing when the package is installed"
+
+
+# ---------------------------------------------------------------------------- common mistakes
+
+
+def test_every_mistake_box_is_indexed():
+    linked = {a or b for a, b in MISTAKE_LINK.findall(INDEX.read_text())}
+    missing = {label: where for label, where in mistake_labels().items() if label not in linked}
+    lines = "\n".join(f"- {{ref}}`{title} <{label}>`: ...   ({nb})" for label, (nb, title) in sorted(missing.items()))
+    assert not missing, f"mistake boxes not linked from book/common_mistakes.md; add lines like:\n{lines}"
+
+
+def test_mistake_index_links_only_built_labels():
+    """A {ref} to a label that is not in a built page is a Sphinx warning, which fails `make book`."""
+    linked = {a or b for a, b in MISTAKE_LINK.findall(INDEX.read_text())}
+    unknown = linked - set(mistake_labels())
+    assert not unknown, f"book/common_mistakes.md links labels no page in _toc.yml defines: {sorted(unknown)}"
+    assert not re.search(r"\{ref\}`mistake-", INDEX.read_text()), (
+        "give every mistake link an explicit title, {ref}`title <mistake-...>`: the labels are not on headings"
+    )
+
+
+# ---------------------------------------------------------------------------- instructor guide
+
+
+def test_syllabus_covers_every_notebook():
+    guide = (ROOT / "book" / "instructor_guide.md").read_text()
+    block = re.search(r"```\{syllabus\}\n(.*?)```", guide, re.DOTALL)
+    assert block, "the instructor guide has no {syllabus} table"
+    prefixes = {p for line in block[1].splitlines() if line.count("|") == 3 for p in line.split("|")[2].split()}
+    for path in NOTEBOOKS:
+        assert path.name.split("_")[0] in prefixes, f"{path.name} is in no session of the syllabus"
+
+
+def test_notebook_times_are_measured_records():
+    times_file = ROOT / "book" / "notebook_times.json"
+    times = json.loads(times_file.read_text())
+    for key, entry in times.items():
+        assert (ROOT / key).exists(), f"{key} is timed in notebook_times.json but does not exist"
+        assert entry["seconds"] > 0 and entry["cpu_count"] >= 1
+
+
+def test_execute_notebooks_records_times(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "tests" / "tools"))
+    import execute_notebooks
+
+    target = tmp_path / "times.json"
+    assert execute_notebooks.record_time(ROOT / "notebooks" / "x.ipynb", 12.34, target)
+    assert execute_notebooks.record_time(ROOT / "notebooks" / "y.ipynb", 1.0, target)
+    assert not execute_notebooks.record_time(tmp_path / "z.ipynb", 1.0, target), "only the book's notebooks"
+    times = json.loads(target.read_text())
+    assert list(times) == ["notebooks/x.ipynb", "notebooks/y.ipynb"] and times["notebooks/x.ipynb"]["seconds"] == 12.3
+
+
+BUGGY_MHA = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+    class MultiHeadAttention(nn.Module):  # forgets to divide the scores by sqrt(d_k)
+        def __init__(self, d_model, num_heads):
+            super().__init__()
+            self.h, self.d_k = num_heads, d_model // num_heads
+            self.w_q, self.w_k, self.w_v, self.w_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+        def forward(self, query, key, value, mask=None):
+            b = query.shape[0]
+            split = lambda x: x.view(b, -1, self.h, self.d_k).transpose(1, 2)
+            q, k, v = split(self.w_q(query)), split(self.w_k(key)), split(self.w_v(value))
+            scores = q @ k.transpose(-2, -1)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, -1, self.h * self.d_k)
+            return self.w_o(out)
+    """
+)
+
+
+def _autograde(module: str, pythonpath: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, STUDENT_MODULE=module, PYTHONPATH=str(pythonpath))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            "book/autograder/test_multihead_attention.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_autograder_passes_a_correct_and_fails_a_wrong_submission(tmp_path):
+    good = _autograde("aiayn_helpers.attention", tmp_path)
+    assert good.returncode == 0, good.stdout[-2000:]
+    (tmp_path / "buggy_submission.py").write_text(BUGGY_MHA)
+    bad = _autograde("buggy_submission", tmp_path)
+    assert bad.returncode == 1 and "1 failed" in bad.stdout, bad.stdout[-2000:]
+
+
+# ---------------------------------------------------------------------------- offline math, glossary
+
+
+def test_mathjax_is_vendored():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    static = [ROOT / p for p in config["html_static_path"]]
+    script = config["mathjax_path"]
+    assert not script.startswith(("http:", "https:", "//")), "MathJax must be served by the site (offline use)"
+    assert any((s / script).is_file() for s in static), f"{script} is not in {config['html_static_path']}"
+    folder = next(s for s in static if (s / script).is_file()) / Path(script).parent
+    assert (folder / "LICENSE").is_file() and list((folder / "output/chtml/fonts/woff-v2").glob("*.woff"))
+
+
+def test_glossary_defines_the_core_terms():
+    text = (ROOT / "book" / "glossary.md").read_text()
+    block = re.search(r"```\{glossary\}\n(.*?)\n```\s*$", text, re.DOTALL)[1]
+    terms = {line.strip() for line in block.splitlines() if line and not line.startswith((" ", ":"))}
+    for term in ("Attention", "Query", "Key", "Value", "Head", "Mask", "Teacher forcing", "Label smoothing", "BPE",
+                 "Beam search", "BLEU", "Post-norm", "Pre-norm", "Positional encoding"):  # fmt: skip
+        assert term in terms, f"the glossary lacks {term!r}"

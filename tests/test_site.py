@@ -1,0 +1,276 @@
+"""Browser test of the built site: every page loads, its figures and math render, search works.
+
+Run after `make book` with `make site-test` (pytest marker `site`). Pages are served from
+127.0.0.1 by Python's http.server and opened in headless Chromium through Playwright,
+with every request that leaves 127.0.0.1 refused: the site must work offline
+(MathJax is served from the site itself). Skips with a message when Chromium or
+Playwright is missing. Set AIAYN_SITE_DIR to test another build than _build/html.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("AIAYN_SITE_DIR", ROOT / "_build" / "html")).resolve()
+NOT_PAGES = ("_static", "_sources", "_images", "_sphinx_design_static", "jupyter_execute")
+REDIRECT = re.compile(r'<meta http-equiv="refresh" content="0; url=([^"]+)"', re.IGNORECASE)
+HTML = sorted(
+    p.relative_to(SITE).as_posix()
+    for p in SITE.rglob("*.html")
+    if not p.relative_to(SITE).as_posix().startswith(NOT_PAGES)
+)
+REDIRECTS = [p for p in HTML if REDIRECT.search((SITE / p).read_text(encoding="utf-8", errors="replace")[:2000])]
+PAGES = [p for p in HTML if p not in REDIRECTS]
+CHAPTERS = [p for p in PAGES if re.fullmatch(r"notebooks/[^/]+\.html", p)]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+STOPWORDS = {"about", "after", "their", "there", "these", "which", "while", "where", "every", "first"}
+
+
+def find_chromium() -> str | None:
+    for name in (os.environ.get("CHROMIUM", ""), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+# ---------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (SITE / "index.html").exists():
+        pytest.skip(f"no built site in {SITE}: run `make book` first")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found (apt-get install chromium, as .ci/run does): browser test skipped")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (it is pinned in requirements.txt): browser test skipped")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser, server):
+    """A fresh profile in which the network beyond 127.0.0.1 does not exist."""
+    context = browser.new_context()
+    context.set_default_timeout(30_000)
+    context.external = []  # requests the site tried to make to other hosts
+
+    def offline(route):
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            context.external.append(f"{route.request.resource_type} {route.request.url}")
+            route.abort("internetdisconnected")
+
+    context.route("**/*", offline)
+    yield context
+    context.close()
+
+
+_JS_WAIT = """async () => {
+  const timeout = new Promise(r => setTimeout(r, 20000));
+  const images = Array.from(document.images).map(img => {
+    img.loading = "eager";
+    if (img.complete) return null;
+    return new Promise(r => { img.addEventListener("load", r); img.addEventListener("error", r); });
+  });
+  await Promise.race([Promise.all(images), timeout]);
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await Promise.race([MathJax.startup.promise, timeout]);
+  }
+}"""
+
+_JS_REPORT = """() => ({
+  images: Array.from(document.images).map(img => ({
+    src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0,
+    output: !!img.closest(".cell_output, .output"),
+  })),
+  math: document.querySelectorAll(".math").length,
+  math_unrendered: Array.from(document.querySelectorAll(".math")).filter(
+    m => !m.querySelector("mjx-container") && !m.closest("mjx-container")).map(m => m.textContent.slice(0, 80)),
+  mjx: document.querySelectorAll("mjx-container").length,
+  mjx_errors: Array.from(document.querySelectorAll("mjx-merror")).map(e => e.textContent.slice(0, 80)),
+  mathjax_src: Array.from(document.scripts).map(s => s.src).filter(s => /mathjax/i.test(s)),
+})"""
+
+
+@functools.cache
+def _visit(context, base: str, page_path: str) -> dict:
+    page = context.new_page()
+    console, page_errors, failed = [], [], []
+
+    def is_local(url: str) -> bool:
+        return not url or urlsplit(url).hostname == "127.0.0.1"
+
+    page.on(
+        "console",
+        lambda m: (
+            console.append(f"{m.text} ({m.location.get('url', '')})")
+            if m.type == "error" and is_local(m.location.get("url", ""))
+            else None
+        ),
+    )
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    page.on(
+        "requestfailed",
+        lambda r: failed.append(f"{r.url} {r.failure}") if is_local(r.url) else None,
+    )
+    response = page.goto(base + page_path, wait_until="load")
+    page.evaluate(_JS_WAIT)
+    report = page.evaluate(_JS_REPORT)
+    report.update(status=response.status if response else None, console=console, page_errors=page_errors)
+    report["failed"] = failed
+    page.close()
+    return report
+
+
+@pytest.fixture(scope="module")
+def visit(context, server):
+    return lambda page_path: _visit(context, server, page_path)
+
+
+# ---------------------------------------------------------------------------- tests
+
+
+def _pages_or_skip(pages):
+    return pages or [pytest.param("", marks=pytest.mark.skip(reason=f"no built site in {SITE}: run `make book`"))]
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(PAGES))
+def test_page_loads_without_errors(visit, page_path):
+    r = visit(page_path)
+    assert r["status"] == 200
+    assert not r["page_errors"], f"JavaScript exceptions on {page_path}: {r['page_errors']}"
+    assert not r["console"], f"console errors from local resources on {page_path}: {r['console']}"
+    assert not r["failed"], f"local requests that failed on {page_path}: {r['failed']}"
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(PAGES))
+def test_every_image_loads(visit, page_path):
+    broken = [i["src"] for i in visit(page_path)["images"] if not i["ok"]]
+    assert not broken, f"images that did not load on {page_path}: {broken}"
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(PAGES))
+def test_math_renders_offline(visit, page_path):
+    r = visit(page_path)
+    if r["math"]:
+        assert r["mathjax_src"] and all(urlsplit(s).hostname == "127.0.0.1" for s in r["mathjax_src"]), (
+            f"MathJax is not served by the site itself: {r['mathjax_src']}"
+        )
+    assert not r["math_unrendered"], f"math MathJax did not typeset on {page_path}: {r['math_unrendered'][:5]}"
+    assert not r["mjx_errors"], f"TeX errors on {page_path}: {r['mjx_errors'][:5]}"
+
+
+@pytest.mark.parametrize("page_path", REDIRECTS)
+def test_redirect_points_to_a_page(page_path):
+    target = REDIRECT.search((SITE / page_path).read_text(encoding="utf-8"))[1]
+    resolved = (SITE / page_path).parent / urlsplit(target).path
+    assert resolved.resolve().relative_to(SITE).as_posix() in PAGES, f"{page_path} redirects to a missing {target}"
+
+
+def test_site_needs_no_other_host(context, visit):
+    """Every page was loaded with the network beyond 127.0.0.1 cut: nothing it needed was elsewhere."""
+    for page_path in PAGES:
+        visit(page_path)
+    assert not context.external, f"the site requested resources from other hosts: {sorted(set(context.external))}"
+
+
+def _notebook_for(page_path: str) -> Path:
+    return ROOT / "notebooks" / (Path(page_path).stem + ".ipynb")
+
+
+def _shown_image_outputs(nb) -> int:
+    hidden = {"remove-output", "remove-cell"}
+    return sum(
+        1
+        for cell in nb.cells
+        if cell.cell_type == "code" and not hidden & set(cell.metadata.get("tags", []))
+        for out in cell.get("outputs", [])
+        if out.output_type in ("display_data", "execute_result")
+        and any(k.startswith("image/") for k in out.get("data", {}))
+    )
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(CHAPTERS))
+def test_chapter_shows_its_figures_and_math(visit, page_path):
+    source = _notebook_for(page_path)
+    if not source.exists():
+        pytest.skip(f"{source.name} is not in notebooks/ (built from another checkout?)")
+    nb = nbformat.read(source, as_version=4)
+    r = visit(page_path)
+    figures = _shown_image_outputs(nb)
+    shown = [i for i in r["images"] if i["output"] and i["ok"]]
+    assert len(shown) >= figures, f"{page_path}: the notebook has {figures} figures, the page shows {len(shown)}"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    if re.search(r"\$[^$\n]+\$", markdown):
+        assert r["mjx"] > 0, f"{page_path}: the chapter has math but no MathJax output"
+
+
+def _search_word(nb) -> str:
+    """A distinctive word from the chapter's title."""
+    lines = (line for c in nb.cells if c.cell_type == "markdown" for line in c.source.splitlines())
+    title = next((line for line in lines if line.startswith("# ")), "")
+    words = [w for w in re.findall(r"[A-Za-z]{5,}", title) if w.lower() not in STOPWORDS]
+    return max(words, key=len) if words else "Transformer"
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(CHAPTERS))
+def test_search_finds_the_chapter(context, server, page_path):
+    source = _notebook_for(page_path)
+    if not source.exists():
+        pytest.skip(f"{source.name} is not in notebooks/")
+    word = _search_word(nbformat.read(source, as_version=4))
+    page = context.new_page()
+    page.goto(f"{server}search.html?q={word}", wait_until="load")
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#search-results .search-summary, #search-results p');"
+        " return s && /found|did not match/i.test(s.textContent); }"
+    )
+    hrefs = page.eval_on_selector_all("#search-results ul.search li a", "els => els.map(a => a.href)")
+    page.close()
+    assert any(urlsplit(h).path.lstrip("/").startswith(page_path) for h in hrefs), (
+        f"searching {word!r} did not find {page_path}; results: {json.dumps(hrefs)[:500]}"
+    )
