@@ -157,6 +157,14 @@ def _visit(context, base: str, page_path: str) -> dict:
         "requestfailed",
         lambda r: failed.append(f"{r.url} {r.failure}") if is_local(r.url) else None,
     )
+    page.on(  # a missing local file (the browser's own favicon probe aside)
+        "response",
+        lambda r: (
+            failed.append(f"{r.url} HTTP {r.status}")
+            if r.status >= 400 and is_local(r.url) and not r.url.endswith("/favicon.ico")
+            else None
+        ),
+    )
     response = page.goto(base + page_path, wait_until="load")
     page.evaluate(_JS_WAIT)
     report = page.evaluate(_JS_REPORT)
