@@ -1,0 +1,318 @@
+"""Turning a trained Transformer into a translator: greedy decoding and beam search.
+
+The paper (section 6.1): "We used beam search with a beam size of 4 and length
+penalty alpha = 0.6 ... We set the maximum output length during inference to
+input length + 50, but terminate early when possible."
+
+Conventions shared by every function here:
+
+* ``src`` is a ``(batch, S)`` tensor of source ids, padded with ``model.pad_id``.
+* A hypothesis is returned as a list of ids **without** ``<bos>`` and ``<eos>``.
+* ``max_len`` is the largest number of tokens generated per sentence, ``<eos>``
+  included; ``None`` means "source length (without padding) + 50", the paper's rule.
+  So a returned hypothesis shorter than its limit ended with ``<eos>``; one of exactly
+  the limit's length was cut off.
+* The next-token distribution never proposes ``<pad>`` or ``<bos>``: their logits are
+  set to ``-inf`` before the log-softmax (neither is ever a correct output).
+* The model is put in eval mode (no dropout) and run under ``torch.no_grad()``; its
+  previous mode is restored afterwards. The source is encoded once; the decoder is
+  re-run on the whole prefix at each step (no key/value cache: simple, and fast
+  enough for the book's models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int, check_token_ids
+
+__all__ = ["greedy_decode", "beam_search", "length_penalty_gnmt", "score_hypotheses"]
+
+
+def length_penalty_gnmt(length: torch.Tensor | int, alpha: float) -> torch.Tensor:
+    """GNMT length penalty ``lp(Y) = ((5 + |Y|) / 6) ** alpha`` (Wu et al., 2016).
+
+    A hypothesis is ranked by ``log P(Y | X) / lp(Y)``. With ``alpha = 0`` this is the
+    plain log-probability, which favours short outputs (every token multiplies in a
+    probability below one); ``alpha > 0`` divides long hypotheses' (negative) scores by
+    more, which compensates.
+    """
+    length = torch.as_tensor(length, dtype=torch.float64)
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+# -- input checks ----------------------------------------------------------------
+def _check_model(model: object) -> None:
+    for attr in ("encode", "decode", "pad_id", "tgt_vocab_size", "src_vocab_size"):
+        if not hasattr(model, attr):
+            raise ValueError(
+                f"model must be an encoder-decoder like aiayn_helpers.Transformer with .{attr}, "
+                f"got {type(model).__name__}"
+            )
+
+
+def _check_special_ids(model: nn.Module, bos_id: int, eos_id: int) -> None:
+    vocab = model.tgt_vocab_size
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab:
+            raise ValueError(f"{name} must be an int in [0, {vocab}), got {value!r}")
+        if value == model.pad_id:
+            raise ValueError(f"{name}={value} equals the model's pad_id; special ids must differ")
+    if bos_id == eos_id:
+        raise ValueError(f"bos_id and eos_id must differ, got {bos_id} for both")
+
+
+def _limits(model: nn.Module, src: torch.Tensor, max_len: int | None) -> torch.Tensor:
+    """Per-sentence budget of generated tokens, ``(batch,)`` long."""
+    if max_len is None:
+        return (src != model.pad_id).sum(dim=1).clamp(min=1) + 50
+    check_positive_int("max_len", max_len)
+    return torch.full((src.shape[0],), max_len, dtype=torch.long, device=src.device)
+
+
+def _check_src(model: nn.Module, src: object) -> None:
+    check_token_ids("src", src, model.src_vocab_size)
+    assert isinstance(src, torch.Tensor)
+    if src.shape[0] == 0:
+        raise ValueError(f"src must hold at least one sentence, got shape {tuple(src.shape)}")
+
+
+def _next_log_probs(logits: torch.Tensor, pad_id: int, bos_id: int) -> torch.Tensor:
+    """Log-softmax over the vocabulary with ``<pad>`` and ``<bos>`` excluded; ``(..., V)``."""
+    logits = logits.clone()
+    logits[..., pad_id] = float("-inf")
+    logits[..., bos_id] = float("-inf")
+    return torch.log_softmax(logits, dim=-1)
+
+
+class _EvalMode:
+    """Context manager: eval mode + no_grad, restoring the previous mode."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+
+    def __enter__(self) -> None:
+        self.was_training = self.model.training
+        self.model.eval()
+        self.no_grad = torch.no_grad()
+        self.no_grad.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.no_grad.__exit__(*exc)
+        self.model.train(self.was_training)
+
+
+# -- greedy -------------------------------------------------------------------------
+def greedy_decode(
+    model: nn.Module,
+    src: torch.Tensor,
+    max_len: int | None = None,
+    bos_id: int = 1,
+    eos_id: int = 2,
+) -> list[list[int]]:
+    """Pick the most probable next token at every step, for a whole batch at once.
+
+    Args:
+        model: an :class:`aiayn_helpers.Transformer` (anything with ``encode``/``decode``).
+        src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
+        max_len: most tokens generated per sentence (``<eos>`` included); ``None``:
+            source length + 50.
+
+    Returns:
+        ``batch`` lists of ids, without ``<bos>`` and ``<eos>``.
+    """
+    _check_model(model)
+    _check_src(model, src)
+    _check_special_ids(model, bos_id, eos_id)
+    limits = _limits(model, src, max_len)
+    batch = src.shape[0]
+    with _EvalMode(model):
+        memory = model.encode(src)  # (batch, S, d_model), computed once
+        ys = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        for step in range(1, int(limits.max()) + 1):
+            logits = model.decode(ys, memory, src)[:, -1]  # (batch, V): only the last position matters
+            next_token = _next_log_probs(logits, model.pad_id, bos_id).argmax(dim=-1)
+            next_token = next_token.masked_fill(finished, model.pad_id)  # finished rows get padding
+            ys = torch.cat([ys, next_token[:, None]], dim=1)
+            finished |= (next_token == eos_id) | (limits <= step)
+            if bool(finished.all()):
+                break
+    out = []
+    for row in ys[:, 1:].tolist():
+        hyp = []
+        for tok in row:
+            if tok in (eos_id, model.pad_id):
+                break
+            hyp.append(tok)
+        out.append(hyp)
+    return out
+
+
+# -- beam search ----------------------------------------------------------------------
+def beam_search(
+    model: nn.Module,
+    src: torch.Tensor,
+    beam_size: int = 4,
+    max_len: int | None = None,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    length_penalty: float = 0.6,
+    *,
+    return_scores: bool = False,
+) -> list[list[int]] | tuple[list[list[int]], list[float]]:
+    """Beam search with the GNMT length penalty, batched over sentences and beams.
+
+    Every sentence keeps ``beam_size`` open hypotheses ("beams"). At each step all
+    ``beam_size * V`` one-token extensions are scored by their summed log-probability
+    and the best ``2 * beam_size`` are looked at in order:
+
+    * an extension ending in ``<eos>`` that ranks within the best ``beam_size`` is a
+      *finished* hypothesis, scored ``log P / lp(length)`` (length counts ``<eos>``);
+    * the best ``beam_size`` extensions not ending in ``<eos>`` become the new beams.
+
+    A sentence stops when it has ``beam_size`` finished hypotheses or reaches its
+    length limit (its open beams are then finished as they are). The best finished
+    hypothesis by penalised score is returned. With ``beam_size=1`` this is exactly
+    :func:`greedy_decode`.
+
+    Args:
+        model: an :class:`aiayn_helpers.Transformer`.
+        src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
+        beam_size: beams per sentence (4 in the paper).
+        max_len: most tokens generated per sentence (``<eos>`` included); ``None``:
+            source length + 50 (the paper's rule).
+        length_penalty: ``alpha`` of :func:`length_penalty_gnmt` (0.6 in the paper); ``>= 0``.
+        return_scores: also return each hypothesis' penalised score.
+
+    Returns:
+        ``batch`` lists of ids without ``<bos>``/``<eos>``, and with ``return_scores``
+        also a list of ``batch`` floats.
+    """
+    _check_model(model)
+    _check_src(model, src)
+    _check_special_ids(model, bos_id, eos_id)
+    check_positive_int("beam_size", beam_size)
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
+        raise ValueError(f"length_penalty must be a float >= 0, got {length_penalty!r}")
+    vocab = model.tgt_vocab_size
+    if vocab - 3 < beam_size:  # <pad>, <bos> and <eos> never continue a beam
+        raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
+    limits = _limits(model, src, max_len).tolist()
+    batch, k = src.shape[0], beam_size
+    device = src.device
+
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
+    with _EvalMode(model):
+        memory = model.encode(src)  # encode once ...
+        # ... then treat (sentence, beam) pairs as one batch of size n_active * k.
+        active = list(range(batch))  # sentences still being decoded
+        mem = memory.repeat_interleave(k, dim=0)  # (batch * k, S, d_model)
+        src_k = src.repeat_interleave(k, dim=0)
+        seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
+        # Only beam 0 is real at the start, so that the k beams do not all pick the same tokens.
+        scores = torch.full((batch, k), float("-inf"), dtype=torch.float64, device=device)
+        scores[:, 0] = 0.0
+        step = 0
+        while active:
+            step += 1
+            n = len(active)
+            logits = model.decode(seqs, mem, src_k)[:, -1]  # (n * k, V)
+            logp = _next_log_probs(logits.double(), model.pad_id, bos_id).view(n, k, vocab)
+            cand = (scores[:, :, None] + logp).view(n, k * vocab)  # (n, k * V)
+            top_scores, top_idx = cand.topk(2 * k, dim=1)  # (n, 2k), sorted best first
+            top_beam, top_tok = top_idx // vocab, top_idx % vocab
+            is_eos = top_tok == eos_id
+
+            # 1) finished hypotheses: <eos> candidates ranked within the best k
+            penalty = float(length_penalty_gnmt(step, length_penalty))
+            rows, cols = torch.nonzero(is_eos[:, :k], as_tuple=True)
+            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+                if top_scores[i, j] == float("-inf"):
+                    continue
+                b = active[i]
+                if len(finished[b]) < k:
+                    prefix = seqs[i * k + int(top_beam[i, j]), 1:].tolist()
+                    finished[b].append((float(top_scores[i, j]) / penalty, prefix))
+
+            # 2) the new beams: the best k candidates that do not end in <eos>
+            # (at most k of the 2k candidates end in <eos>, one per beam, so k remain)
+            order = torch.sort((is_eos.long()), dim=1, stable=True).indices[:, :k]  # non-eos first, by rank
+            new_scores = top_scores.gather(1, order)
+            new_beam = top_beam.gather(1, order)
+            new_tok = top_tok.gather(1, order)
+            parent = (torch.arange(n, device=device)[:, None] * k + new_beam).view(-1)
+            seqs = torch.cat([seqs[parent], new_tok.view(-1, 1)], dim=1)
+            scores = new_scores
+
+            # 3) which sentences are done: k finished, or out of budget
+            keep = []
+            for i, b in enumerate(active):
+                if len(finished[b]) >= k:
+                    continue
+                if step >= limits[b]:  # finish the open beams as they are (cut off, no <eos>)
+                    for j in range(k):
+                        if scores[i, j] > float("-inf"):
+                            finished[b].append((float(scores[i, j]) / penalty, seqs[i * k + j, 1:].tolist()))
+                    continue
+                keep.append(i)
+            if len(keep) < n:  # drop finished sentences from the batch
+                idx = torch.tensor(keep, dtype=torch.long, device=device)
+                rows_k = (idx[:, None] * k + torch.arange(k, device=device)).view(-1)
+                active = [active[i] for i in keep]
+                mem, src_k, seqs = mem[rows_k], src_k[rows_k], seqs[rows_k]
+                scores = scores[idx]
+
+    best = [max(hyps, key=lambda h: h[0]) for hyps in finished]  # max keeps the first of equal scores
+    out = [hyp for _, hyp in best]
+    if return_scores:
+        return out, [score for score, _ in best]
+    return out
+
+
+# -- scoring ----------------------------------------------------------------------------
+def score_hypotheses(
+    model: nn.Module,
+    src: torch.Tensor,
+    hypotheses: Sequence[Sequence[int]],
+    length_penalty: float = 0.6,
+    max_len: int | None = None,
+    bos_id: int = 1,
+    eos_id: int = 2,
+) -> list[float]:
+    """The score beam search ranks by, ``log P(Y | X) / lp(|Y|)``, for given hypotheses.
+
+    ``hypotheses`` are lists of ids as the decoders return them (no ``<bos>``/``<eos>``).
+    A hypothesis shorter than its sentence's limit (``max_len``, same rule as the
+    decoders) is scored with ``<eos>`` appended, since that is how it ended; one of
+    exactly the limit's length is scored as it is. Useful to compare greedy and beam
+    outputs under the same objective.
+    """
+    _check_model(model)
+    _check_src(model, src)
+    _check_special_ids(model, bos_id, eos_id)
+    if len(hypotheses) != src.shape[0]:
+        raise ValueError(f"need one hypothesis per source sentence: {src.shape[0]} sentences, {len(hypotheses)} given")
+    limits = _limits(model, src, max_len).tolist()
+    targets = []
+    for hyp, limit in zip(hypotheses, limits, strict=True):
+        hyp = [int(t) for t in hyp]
+        if len(hyp) > limit:
+            raise ValueError(f"a hypothesis of {len(hyp)} tokens exceeds its limit of {limit}")
+        targets.append(hyp + [eos_id] if len(hyp) < limit else hyp)
+    longest = max(len(t) for t in targets)
+    tgt_out = torch.full((len(targets), longest), model.pad_id, dtype=torch.long, device=src.device)
+    for i, t in enumerate(targets):
+        tgt_out[i, : len(t)] = torch.tensor(t, dtype=torch.long)
+    tgt_in = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
+    with _EvalMode(model):
+        logp = _next_log_probs(model(src, tgt_in).double(), model.pad_id, bos_id)  # (batch, T, V)
+    # gather on padded positions too (pad_id's log-prob is -inf there), then zero them out
+    picked = logp.gather(-1, tgt_out[..., None]).squeeze(-1)
+    real = tgt_out != model.pad_id
+    total = torch.where(real, picked, torch.zeros_like(picked)).sum(dim=1)
+    lengths = torch.tensor([len(t) for t in targets], dtype=torch.float64, device=src.device)
+    return (total / length_penalty_gnmt(lengths, length_penalty).to(total.device)).tolist()
