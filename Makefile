@@ -56,7 +56,7 @@ site-test: setup
 # by stubs that raise NotImplementedError, and a site with the solutions hidden.
 student: setup
 	$(BIN)/python tests/tools/make_student.py --out _student
-	$(BIN)/jupyter-book build _student --keep-going
+	$(BIN)/jupyter-book build _student --warningiserror --nitpick --keep-going
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over

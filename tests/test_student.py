@@ -115,6 +115,23 @@ def test_studentize_directive_variants():
     nbformat.validate(student)
 
 
+def test_student_toc_drops_the_instructor_pages():
+    toc = {
+        "root": "book/intro",
+        "parts": [
+            {
+                "caption": "Chapters",
+                "chapters": [{"file": "notebooks/00_x", "sections": [{"file": "book/instructor_guide"}]}],
+            },
+            {"caption": "For instructors", "chapters": [{"file": "book/instructor_guide"}]},
+        ],
+    }
+    assert make_student.student_toc(toc) == {
+        "root": "book/intro",
+        "parts": [{"caption": "Chapters", "chapters": [{"file": "notebooks/00_x"}]}],
+    }
+
+
 def test_refuses_to_overwrite_other_folders(tmp_path):
     (tmp_path / "precious.txt").write_text("keep me")
     with pytest.raises(ValueError, match="not a student edition"):

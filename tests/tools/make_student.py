@@ -148,7 +148,13 @@ def student_toc(toc: dict) -> dict:
         if isinstance(node, dict):
             if node.get("file") in INSTRUCTOR_ONLY:
                 return None
-            return {k: prune(v) for k, v in node.items()}
+            pruned = {k: prune(v) for k, v in node.items()}
+            for key in ("parts", "chapters", "sections"):  # a part or section left empty goes too
+                if key in pruned and not pruned[key]:
+                    if "file" not in pruned and key in ("chapters", "sections") and len(pruned) <= 2:
+                        return None
+                    del pruned[key]
+            return pruned
         if isinstance(node, list):
             return [x for x in (prune(v) for v in node) if x is not None]
         return node
