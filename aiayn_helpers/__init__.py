@@ -29,3 +29,8 @@ __all__ = [
     "seed_everything",
     "setup_notebook",
 ]
+
+# chapter 7: decoding
+from .decoding import beam_search, greedy_decode, length_penalty_gnmt, score_hypotheses  # noqa: E402
+
+__all__ += ["greedy_decode", "beam_search", "length_penalty_gnmt", "score_hypotheses"]
