@@ -76,9 +76,7 @@ def _download(name: str, folder: Path) -> None:
     try:
         expected, actual = MULTI30K_SHA256[name], _sha256(partial)
         if actual != expected:
-            raise ValueError(
-                f"checksum mismatch for downloaded {name}: expected sha256 {expected}, got {actual}"
-            )
+            raise ValueError(f"checksum mismatch for downloaded {name}: expected sha256 {expected}, got {actual}")
     except ValueError:
         partial.unlink(missing_ok=True)
         raise

@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import random
 import sys
@@ -75,14 +74,37 @@ PRESETS: dict[str, dict] = {
     "quick": {},
     # the CPU recipe for readers without a GPU (see book/results.md)
     "multi30k-cpu": dict(
-        d_model=256, layers=3, heads=4, d_ff=1024, dropout=0.1, vocab_size=8000, max_tokens=4000,
-        epochs=30, warmup=1000, lr_scale=1.0, limit=None, eval_limit=None, beam_size=4,
+        d_model=128,
+        layers=3,
+        heads=4,
+        d_ff=512,
+        dropout=0.1,
+        vocab_size=6000,
+        max_tokens=2500,
+        epochs=30,
+        warmup=500,
+        lr_scale=0.5,
+        limit=None,
+        eval_limit=None,
+        beam_size=4,
+        time_budget_min=50.0,
     ),
     # the full recipe (a GPU): 6+6 layers, d_model 512, as the paper's base model, with the
     # heavier regularisation a 29k-pair corpus needs (dropout 0.3, 4 heads, d_ff 1024)
     "multi30k": dict(
-        d_model=512, layers=6, heads=4, d_ff=1024, dropout=0.3, vocab_size=10000, max_tokens=4096,
-        epochs=60, warmup=4000, lr_scale=1.0, limit=None, eval_limit=None, beam_size=4,
+        d_model=512,
+        layers=6,
+        heads=4,
+        d_ff=1024,
+        dropout=0.3,
+        vocab_size=10000,
+        max_tokens=4096,
+        epochs=60,
+        warmup=4000,
+        lr_scale=1.0,
+        limit=None,
+        eval_limit=None,
+        beam_size=4,
     ),
 }
 
@@ -105,13 +127,22 @@ def _log(msg: str) -> None:
 # -- model, checkpoint ------------------------------------------------------------------------
 def build_model(cfg: Config, vocab_size: int) -> Transformer:
     return Transformer(
-        vocab_size, vocab_size, d_model=cfg.d_model, num_heads=cfg.heads, num_layers=cfg.layers,
-        d_ff=cfg.d_ff, dropout=cfg.dropout, share_embeddings=cfg.share_embeddings, pad_id=PAD_ID, fused=True,
+        vocab_size,
+        vocab_size,
+        d_model=cfg.d_model,
+        num_heads=cfg.heads,
+        num_layers=cfg.layers,
+        d_ff=cfg.d_ff,
+        dropout=cfg.dropout,
+        share_embeddings=cfg.share_embeddings,
+        pad_id=PAD_ID,
+        fused=True,
     )
 
 
-def save_checkpoint(path: Path, *, model, optimizer, scheduler, step, epoch, batch_in_epoch, tokenizer, cfg,
-                    history) -> None:
+def save_checkpoint(
+    path: Path, *, model, optimizer, scheduler, step, epoch, batch_in_epoch, tokenizer, cfg, history
+) -> None:
     """Write a checkpoint that ``torch.load(weights_only=True)`` can read (tensors and plain types only)."""
     state = {
         "format": CHECKPOINT_FORMAT,
@@ -202,8 +233,15 @@ def _greedy(model, src: torch.Tensor, max_len: int) -> list[list[int]]:
 
 
 @torch.no_grad()
-def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, length_penalty: float = 0.6,
-              batch_size: int = 64, progress: bool = False) -> list[str]:
+def translate(
+    model,
+    tokenizer,
+    sentences: list[str],
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    batch_size: int = 64,
+    progress: bool = False,
+) -> list[str]:
     """Translate German sentences with beam search (greedy if ``beam_size == 1``)."""
     from tqdm import tqdm
 
@@ -222,10 +260,18 @@ def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, length
         src = torch.tensor([x + [PAD_ID] * (width - len(x)) for x in ids], dtype=torch.long)
         max_len = width + 50  # the paper: input length + 50
         if beam_size > 1 and beam_search is not None:
-            hyps = beam_search(model, src, beam_size=beam_size, max_len=max_len, bos_id=BOS_ID, eos_id=EOS_ID,
-                               length_penalty=length_penalty)
+            # max_len=None: each sentence may grow to its own input length + 50
+            hyps = beam_search(
+                model,
+                src,
+                beam_size=beam_size,
+                max_len=None,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+                length_penalty=length_penalty,
+            )
         elif greedy_decode is not None:
-            hyps = greedy_decode(model, src, max_len, bos_id=BOS_ID, eos_id=EOS_ID)
+            hyps = greedy_decode(model, src, None, bos_id=BOS_ID, eos_id=EOS_ID)
         else:
             hyps = _greedy(model, src, max_len)
         for i, h in zip(chunk, hyps, strict=True):
@@ -245,26 +291,48 @@ def bleu_on(model, tokenizer, pairs, beam_size: int, length_penalty: float, prog
 
 # -- the command line -----------------------------------------------------------------------------
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m aiayn_helpers.train", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m aiayn_helpers.train",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     p.add_argument("--out", type=Path, required=True, help="folder for last.pt, metrics.json, translations")
-    p.add_argument("--resume", nargs="?", const="", default=None, metavar="CKPT",
-                   help="continue from CKPT (default OUT/last.pt)")
+    p.add_argument(
+        "--resume", nargs="?", const="", default=None, metavar="CKPT", help="continue from CKPT (default OUT/last.pt)"
+    )
     p.add_argument("--data-dir", default=None, help="Multi30k folder (default $AIAYN_DATA_DIR or a download)")
-    for flag, typ in [("--epochs", int), ("--max-steps", int), ("--d-model", int), ("--layers", int),
-                      ("--heads", int), ("--d-ff", int), ("--dropout", float), ("--vocab-size", int),
-                      ("--max-tokens", int), ("--warmup", int), ("--lr-scale", float),
-                      ("--label-smoothing", float), ("--seed", int), ("--limit", int), ("--eval-limit", int),
-                      ("--beam-size", int), ("--length-penalty", float), ("--time-budget-min", float),
-                      ("--clip-norm", float)]:
+    for flag, typ in [
+        ("--epochs", int),
+        ("--max-steps", int),
+        ("--d-model", int),
+        ("--layers", int),
+        ("--heads", int),
+        ("--d-ff", int),
+        ("--dropout", float),
+        ("--vocab-size", int),
+        ("--max-tokens", int),
+        ("--warmup", int),
+        ("--lr-scale", float),
+        ("--label-smoothing", float),
+        ("--seed", int),
+        ("--limit", int),
+        ("--eval-limit", int),
+        ("--beam-size", int),
+        ("--length-penalty", float),
+        ("--time-budget-min", float),
+        ("--clip-norm", float),
+    ]:
         p.add_argument(flag, type=typ, default=None)
     p.add_argument("--amp-bf16", action="store_true", default=None, help="bfloat16 autocast (CPU with AMX, GPU)")
     p.add_argument("--eval-bleu", action="store_true", help="translate test2016 at the end and report sacreBLEU")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
     p.add_argument("--save-every", type=int, default=0, help="also checkpoint every N steps (0: end of epoch)")
-    p.add_argument("--param-digest", action="store_true",
-                   help="every rank writes OUT/param_digest.rank<R>.txt at the end (tests of DDP)")
+    p.add_argument(
+        "--param-digest",
+        action="store_true",
+        help="every rank writes OUT/param_digest.rank<R>.txt at the end (tests of DDP)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no tqdm bars")
     return p.parse_args(argv)
 
@@ -322,8 +390,11 @@ def main(argv=None) -> dict:
     if state is not None:
         tok_json = state["tokenizer"]
     else:
-        box = [train_bpe([s for p in train_pairs for s in p], cfg.vocab_size, cfg.min_frequency).to_str()
-               if rank == 0 else None]
+        box = [
+            train_bpe([s for p in train_pairs for s in p], cfg.vocab_size, cfg.min_frequency).to_str()
+            if rank == 0
+            else None
+        ]
         if world > 1:
             dist.broadcast_object_list(box, src=0)
         tok_json = box[0]
@@ -354,28 +425,48 @@ def main(argv=None) -> dict:
     train_model = model
     if world > 1:
         train_model = torch.nn.parallel.DistributedDataParallel(model)
-    _log(f"preset {cfg.preset}: {n_params:,} parameters, vocabulary {tokenizer.get_vocab_size()}, "
-         f"{len(train_ids)} training pairs, {world} process(es) x {torch.get_num_threads()} thread(s)"
-         + (f", resuming at step {step} (epoch {epoch + 1}, batch {batch_in_epoch})" if state else ""))
+    _log(
+        f"preset {cfg.preset}: {n_params:,} parameters, vocabulary {tokenizer.get_vocab_size()}, "
+        f"{len(train_ids)} training pairs, {world} process(es) x {torch.get_num_threads()} thread(s)"
+        + (f", resuming at step {step} (epoch {epoch + 1}, batch {batch_in_epoch})" if state else "")
+    )
 
     def checkpoint(ep: int, b_in_ep: int) -> None:
         if rank == 0:
-            save_checkpoint(out / "last.pt", model=model, optimizer=optimizer, scheduler=scheduler, step=step,
-                            epoch=ep, batch_in_epoch=b_in_ep, tokenizer=tokenizer, cfg=cfg, history=history)
+            save_checkpoint(
+                out / "last.pt",
+                model=model,
+                optimizer=optimizer,
+                scheduler=scheduler,
+                step=step,
+                epoch=ep,
+                batch_in_epoch=b_in_ep,
+                tokenizer=tokenizer,
+                cfg=cfg,
+                history=history,
+            )
 
     from tqdm import tqdm
 
     train_start = time.perf_counter()
     stop = False
-    amp = torch.autocast("cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16,
-                         enabled=bool(cfg.amp_bf16))
+    amp = torch.autocast(
+        "cuda" if torch.cuda.is_available() else "cpu", dtype=torch.bfloat16, enabled=bool(cfg.amp_bf16)
+    )
     while epoch < cfg.epochs and not stop:
         batches = length_batches(train_ids, cfg.max_tokens, shuffle=True, seed=cfg.seed + epoch)
         per_rank = len(batches) // world  # every rank the same number of updates (DDP needs it)
         mine = batches[rank::world][:per_rank]
         todo = mine[batch_in_epoch:]
-        bar = tqdm(total=len(mine), initial=batch_in_epoch, desc=f"epoch {epoch + 1}/{cfg.epochs}",
-                   disable=not progress, file=sys.stderr, unit="batch", dynamic_ncols=True)
+        bar = tqdm(
+            total=len(mine),
+            initial=batch_in_epoch,
+            desc=f"epoch {epoch + 1}/{cfg.epochs}",
+            disable=not progress,
+            file=sys.stderr,
+            unit="batch",
+            dynamic_ncols=True,
+        )
         seen = {"n": batch_in_epoch, "tok": 0}
         ep_start = time.perf_counter()
 
@@ -402,20 +493,38 @@ def main(argv=None) -> dict:
             return stop
 
         with amp:
-            stats = train_epoch(train_model, train_ids, todo, optimizer, scheduler, epsilon=cfg.label_smoothing,
-                                clip_norm=cfg.clip_norm, on_step=on_step)
+            stats = train_epoch(
+                train_model,
+                train_ids,
+                todo,
+                optimizer,
+                scheduler,
+                epsilon=cfg.label_smoothing,
+                clip_norm=cfg.clip_norm,
+                on_step=on_step,
+            )
         bar.close()
         finished_epoch = seen["n"] >= len(mine)
         tok_s = (stats["tokens"] + stats["src_tokens"]) * world / max(stats["seconds"], 1e-9)
         with amp:
             val = evaluate_loss(model, val_ids, max_tokens=max(cfg.max_tokens, 1000)) if rank == 0 else {}
-        record = {"epoch": epoch + 1, "step": step, "train_loss": stats["loss"], "val_loss": val.get("loss"),
-                  "val_ppl": val.get("ppl"), "tokens_per_s": tok_s, "epoch_seconds": stats["seconds"],
-                  "elapsed_s": time.perf_counter() - t0, "complete": finished_epoch}
+        record = {
+            "epoch": epoch + 1,
+            "step": step,
+            "train_loss": stats["loss"],
+            "val_loss": val.get("loss"),
+            "val_ppl": val.get("ppl"),
+            "tokens_per_s": tok_s,
+            "epoch_seconds": stats["seconds"],
+            "elapsed_s": time.perf_counter() - t0,
+            "complete": finished_epoch,
+        }
         history.append(record)
-        _log(f"epoch {epoch + 1} step {step}: train loss {stats['loss']:.3f}, val loss "
-             f"{val.get('loss', float('nan')):.3f} (ppl {val.get('ppl', float('nan')):.1f}), "
-             f"{tok_s:.0f} tokens/s (source+target, all processes), {stats['seconds']:.0f} s")
+        _log(
+            f"epoch {epoch + 1} step {step}: train loss {stats['loss']:.3f}, val loss "
+            f"{val.get('loss', float('nan')):.3f} (ppl {val.get('ppl', float('nan')):.1f}), "
+            f"{tok_s:.0f} tokens/s (source+target, all processes), {stats['seconds']:.0f} s"
+        )
         if finished_epoch:
             epoch, batch_in_epoch = epoch + 1, 0
         else:
@@ -426,28 +535,45 @@ def main(argv=None) -> dict:
 
     train_seconds = time.perf_counter() - train_start
     total_tokens = sum(h["tokens_per_s"] * h["epoch_seconds"] for h in history)
-    summary = {"config": dataclasses.asdict(cfg), "parameters": n_params, "steps": step, "epochs_done": epoch,
-               "train_seconds_this_run": train_seconds, "world_size": world, "threads": torch.get_num_threads(),
-               "tokens_per_s": total_tokens / max(sum(h["epoch_seconds"] for h in history), 1e-9) if history
-               else None, "history": history}
+    summary = {
+        "config": dataclasses.asdict(cfg),
+        "parameters": n_params,
+        "steps": step,
+        "epochs_done": epoch,
+        "train_seconds_this_run": train_seconds,
+        "world_size": world,
+        "threads": torch.get_num_threads(),
+        "tokens_per_s": total_tokens / max(sum(h["epoch_seconds"] for h in history), 1e-9) if history else None,
+        "history": history,
+    }
     if args.param_digest:
         (out / f"param_digest.rank{rank}.txt").write_text(param_digest(model) + "\n")
     if args.eval_bleu and rank == 0:
         test_pairs = load_multi30k("test2016", args.data_dir, limit=cfg.eval_limit)
         e0 = time.perf_counter()
         with amp:
-            score, signature, hyps = bleu_on(model, tokenizer, test_pairs, cfg.beam_size, cfg.length_penalty,
-                                             progress=progress)
+            score, signature, hyps = bleu_on(
+                model, tokenizer, test_pairs, cfg.beam_size, cfg.length_penalty, progress=progress
+            )
         (out / "test2016.hyp.en").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-        summary.update(bleu=round(score.score, 2), bleu_signature=signature, bleu_detail=str(score),
-                       decode_seconds=time.perf_counter() - e0, beam_size=cfg.beam_size)
-        _log(f"test2016 sacreBLEU {score.score:.2f} ({signature}), beam {cfg.beam_size}, "
-             f"{summary['decode_seconds']:.0f} s to translate {len(test_pairs)} sentences")
+        summary.update(
+            bleu=round(score.score, 2),
+            bleu_signature=signature,
+            bleu_detail=str(score),
+            decode_seconds=time.perf_counter() - e0,
+            beam_size=cfg.beam_size,
+        )
+        _log(
+            f"test2016 sacreBLEU {score.score:.2f} ({signature}), beam {cfg.beam_size}, "
+            f"{summary['decode_seconds']:.0f} s to translate {len(test_pairs)} sentences"
+        )
     summary["wall_seconds"] = time.perf_counter() - t0
     if rank == 0:
         (out / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n")
-        _log(f"done: {step} steps in {train_seconds:.0f} s of training, {summary['wall_seconds']:.0f} s in all; "
-             f"files in {out}")
+        _log(
+            f"done: {step} steps in {train_seconds:.0f} s of training, {summary['wall_seconds']:.0f} s in all; "
+            f"files in {out}"
+        )
     if world > 1:
         dist.barrier()
         dist.destroy_process_group()
