@@ -68,6 +68,8 @@ class Config:
 
 # Which fields fix the shape of the model (a checkpoint must agree on them).
 ARCH_FIELDS = ("d_model", "layers", "heads", "d_ff", "vocab_size", "share_embeddings")
+# Limits of one invocation: not inherited from the checkpoint on --resume (give them again if wanted).
+RUN_FIELDS = ("max_steps", "time_budget_min")
 
 PRESETS: dict[str, dict] = {
     # a tiny model on 200 pairs: a few seconds, for tests and for trying the CLI
@@ -347,6 +349,8 @@ def resolve_config(args, checkpoint_config: dict | None = None) -> Config:
     over = _overrides(args)
     if checkpoint_config is not None:
         base = dict(checkpoint_config)
+        for k in RUN_FIELDS:  # how long to run is decided anew by each invocation
+            base[k] = PRESETS.get(base.get("preset"), {}).get(k) if k != "max_steps" else None
         clash = {k: (base[k], over[k]) for k in ARCH_FIELDS if k in over and over[k] != base.get(k)}
         if clash:
             detail = ", ".join(f"{k}: checkpoint {a!r}, requested {b!r}" for k, (a, b) in clash.items())
