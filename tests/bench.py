@@ -56,9 +56,58 @@ def bench_mha(batch=16, length=128, d_model=512, heads=8, rounds=30, warmup=5) -
         print(f"  {name:34s} {t * 1e3:8.2f} ms   ratio to nn: {t / base:.3f}")
 
 
+def bench_training_throughput(preset="multi30k", steps=None, warmup=3) -> None:
+    """Training throughput (tokens/s) of a preset's model on real Multi30k batches, CPU.
+
+    Uses the preset's model, vocabulary size and batch size (``max_tokens``); counts
+    source + target tokens that are not padding. ``AIAYN_BENCH_STEPS`` (default 24)
+    sets the number of timed steps. Needs the corpus ($AIAYN_DATA_DIR or a download).
+    """
+    import dataclasses
+    import os
+
+    from aiayn_helpers import train as tr
+    from aiayn_helpers.data import collate, encode_pairs, length_batches, load_multi30k, train_bpe
+    from aiayn_helpers.training import label_smoothed_cross_entropy, make_noam_scheduler, make_optimizer
+
+    steps = steps or int(os.environ.get("AIAYN_BENCH_STEPS", "24"))
+    cfg = tr.Config(**{**dataclasses.asdict(tr.Config()), **tr.PRESETS[preset], "preset": preset})
+    pairs = load_multi30k("train")
+    tok = train_bpe([s for p in pairs for s in p], cfg.vocab_size)
+    ids = encode_pairs(tok, pairs, max_len=cfg.max_len)
+    batches = length_batches(ids, cfg.max_tokens, seed=0)[: warmup + steps]
+    torch.manual_seed(0)
+    model = tr.build_model(cfg, tok.get_vocab_size()).train()
+    opt = make_optimizer(model)
+    sched = make_noam_scheduler(opt, cfg.d_model, cfg.warmup, cfg.lr_scale)
+    seconds, tokens = [], []
+    for i, idx in enumerate(batches):
+        src, tgt_in, tgt_out = collate([ids[j] for j in idx])
+        start = time.perf_counter()
+        loss = label_smoothed_cross_entropy(model(src, tgt_in), tgt_out, cfg.label_smoothing)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if i >= warmup:
+            seconds.append(time.perf_counter() - start)
+            tokens.append(int((src != 0).sum() + (tgt_out != 0).sum()))
+    n_params = sum(p.numel() for p in model.parameters())
+    print(
+        f"Training throughput, preset {preset} ({n_params / 1e6:.1f} M parameters, d_model={cfg.d_model}, "
+        f"{cfg.layers}+{cfg.layers} layers, max_tokens={cfg.max_tokens}), {torch.get_num_threads()} CPU threads, "
+        f"{steps} steps after {warmup} warm-up steps"
+    )
+    print(
+        f"  {sum(tokens) / sum(seconds):8.0f} tokens/s (source+target, no padding)   "
+        f"median {statistics.median(seconds) * 1e3:.0f} ms/step   {statistics.mean(tokens):.0f} tokens/step"
+    )
+
+
 def main() -> None:
     torch.set_num_threads(max(1, torch.get_num_threads()))
     bench_mha()
+    bench_training_throughput()
 
 
 if __name__ == "__main__":
