@@ -34,3 +34,36 @@ __all__ = [
 from .decoding import beam_search, greedy_decode, length_penalty_gnmt, score_hypotheses  # noqa: E402
 
 __all__ += ["greedy_decode", "beam_search", "length_penalty_gnmt", "score_hypotheses"]
+
+# chapter 7: data and training
+from .data import (  # noqa: E402
+    collate,
+    encode_pairs,
+    length_batches,
+    load_multi30k,
+    multi30k_dir,
+    train_bpe,
+)
+from .training import (  # noqa: E402
+    evaluate_loss,
+    label_smoothed_cross_entropy,
+    make_noam_scheduler,
+    make_optimizer,
+    noam_lr,
+    train_epoch,
+)
+
+__all__ += [
+    "load_multi30k",
+    "multi30k_dir",
+    "train_bpe",
+    "encode_pairs",
+    "length_batches",
+    "collate",
+    "label_smoothed_cross_entropy",
+    "noam_lr",
+    "make_optimizer",
+    "make_noam_scheduler",
+    "train_epoch",
+    "evaluate_loss",
+]
