@@ -156,6 +156,7 @@ def save_checkpoint(
         "batch_in_epoch": batch_in_epoch,
         "rng_torch": torch.get_rng_state(),
         "rng_python": json.dumps(random.getstate()),
+        "rng_cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
         "tokenizer": tokenizer.to_str(),
         "config": json.dumps(dataclasses.asdict(cfg)),
         "history": json.dumps(history),
@@ -218,8 +219,8 @@ def param_digest(model) -> str:
 def _greedy(model, src: torch.Tensor, max_len: int) -> list[list[int]]:
     """Fallback greedy decoder (used only if aiayn_helpers.decoding is missing)."""
     memory = model.encode(src)
-    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long)
-    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(max_len):
         nxt = model.decode(ys, memory, src)[:, -1].argmax(-1)
         nxt = nxt.masked_fill(done, PAD_ID)
@@ -260,6 +261,7 @@ def translate(
         ids = [e.ids + [EOS_ID] for e in enc]
         width = max(len(x) for x in ids)
         src = torch.tensor([x + [PAD_ID] * (width - len(x)) for x in ids], dtype=torch.long)
+        src = src.to(next(model.parameters()).device)
         max_len = width + 50  # the paper: input length + 50
         if beam_size > 1 and beam_search is not None:
             # max_len=None: each sentence may grow to its own input length + 50
@@ -328,6 +330,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.add_argument(flag, type=typ, default=None)
     p.add_argument("--amp-bf16", action="store_true", default=None, help="bfloat16 autocast (CPU with AMX, GPU)")
     p.add_argument("--eval-bleu", action="store_true", help="translate test2016 at the end and report sacreBLEU")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
     p.add_argument("--save-every", type=int, default=0, help="also checkpoint every N steps (0: end of epoch)")
     p.add_argument(
@@ -366,9 +369,13 @@ def resolve_config(args, checkpoint_config: dict | None = None) -> Config:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     rank, world = _dist_info()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -408,7 +415,7 @@ def main(argv=None) -> dict:
 
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg, tokenizer.get_vocab_size())
+    model = build_model(cfg, tokenizer.get_vocab_size()).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = make_optimizer(model)
     scheduler = make_noam_scheduler(optimizer, cfg.d_model, cfg.warmup, cfg.lr_scale)
@@ -423,15 +430,19 @@ def main(argv=None) -> dict:
             raise ValueError(f"the checkpoint's optimizer or scheduler state does not fit: {err}") from err
         step, epoch, batch_in_epoch = int(state["step"]), int(state["epoch"]), int(state.get("batch_in_epoch", 0))
         torch.set_rng_state(state["rng_torch"])
+        if device.type == "cuda" and state.get("rng_cuda") is not None:
+            torch.cuda.set_rng_state(state["rng_cuda"], device)
         rs = json.loads(state["rng_python"])
         random.setstate((rs[0], tuple(rs[1]), rs[2]))
         history = json.loads(state.get("history", "[]"))
     train_model = model
     if world > 1:
-        train_model = torch.nn.parallel.DistributedDataParallel(model)
+        train_model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
     _log(
         f"preset {cfg.preset}: {n_params:,} parameters, vocabulary {tokenizer.get_vocab_size()}, "
-        f"{len(train_ids)} training pairs, {world} process(es) x {torch.get_num_threads()} thread(s)"
+        f"{len(train_ids)} training pairs, {world} process(es) x {torch.get_num_threads()} thread(s), {device}"
         + (f", resuming at step {step} (epoch {epoch + 1}, batch {batch_in_epoch})" if state else "")
     )
 
@@ -489,7 +500,7 @@ def main(argv=None) -> dict:
             if cfg.time_budget_min is not None:
                 over = time.perf_counter() - train_start > 60 * cfg.time_budget_min
                 if world > 1:  # all ranks must agree to stop
-                    flag = torch.tensor([int(over)])
+                    flag = torch.tensor([int(over)], device=device)
                     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
                     over = bool(flag.item())
                 if over:

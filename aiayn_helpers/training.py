@@ -129,18 +129,20 @@ def train_epoch(
 ) -> dict:
     """One pass over ``batches`` (lists of indices into ``pairs_ids``).
 
-    After every update ``on_step(info)`` is called with the step's loss, token
-    counts and learning rate; if it returns True the epoch stops early.
+    Batches are moved to the device of the model's parameters. After every update
+    ``on_step(info)`` is called with the step's loss, token counts and learning rate;
+    if it returns True the epoch stops early.
     Returns ``{"loss": mean loss per target token, "tokens": target tokens,
     "src_tokens": ..., "steps": ..., "seconds": ...}``.
     """
     model.train()
+    device = next(model.parameters()).device
     pad = getattr(_unwrap(model), "pad_id", PAD_ID)
     total_loss = 0.0
     total_tgt = total_src = steps = 0
     start = time.perf_counter()
     for idx in batches:
-        src, tgt_in, tgt_out = collate([pairs_ids[i] for i in idx], pad_id=pad)
+        src, tgt_in, tgt_out = (t.to(device) for t in collate([pairs_ids[i] for i in idx], pad_id=pad))
         logits = model(src, tgt_in)
         loss = label_smoothed_cross_entropy(logits, tgt_out, epsilon, ignore_index=pad)
         optimizer.zero_grad(set_to_none=True)
@@ -188,10 +190,11 @@ def evaluate_loss(
 
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device
     pad = getattr(_unwrap(model), "pad_id", PAD_ID)
     total, count = 0.0, 0
     for idx in length_batches(pairs_ids, max_tokens, shuffle=False):
-        src, tgt_in, tgt_out = collate([pairs_ids[i] for i in idx], pad_id=pad)
+        src, tgt_in, tgt_out = (t.to(device) for t in collate([pairs_ids[i] for i in idx], pad_id=pad))
         loss = label_smoothed_cross_entropy(model(src, tgt_in), tgt_out, epsilon, ignore_index=pad, reduction="sum")
         total += float(loss)
         count += int((tgt_out != pad).sum())
