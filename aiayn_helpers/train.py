@@ -8,7 +8,11 @@
 Every run writes ``OUT/last.pt`` (model, optimizer, scheduler, step, epoch, RNG
 states, the BPE tokenizer as JSON and the config), ``OUT/metrics.json`` and, with
 ``--eval-bleu``, ``OUT/test2016.hyp.en``. ``--resume`` continues from ``OUT/last.pt``
-(or a given file) exactly where it stopped. Under ``torchrun`` every process
+(or a given file) exactly where it stopped, with the checkpoint's config; flags
+given again override it, except those that change the model's shape (a clear
+error). ``--max-steps`` and ``--time-budget-min`` limit one invocation and are not
+inherited. ``--time-budget-min`` stops training after that many minutes (the
+``multi30k-cpu`` preset: 50) and still evaluates. Under ``torchrun`` every process
 trains on its own shard of the batches with DistributedDataParallel (gloo on CPU,
 nccl on GPU); only rank 0 writes files and prints.
 """
