@@ -40,8 +40,8 @@ book: setup
 	@test -f _build/html/index.html && echo "site: _build/html/index.html"
 
 lint: setup
-	$(BIN)/ruff check aiayn_helpers tests notebooks
-	$(BIN)/ruff format --check aiayn_helpers tests
+	$(BIN)/ruff check aiayn_helpers tests notebooks book/_ext book/autograder
+	$(BIN)/ruff format --check aiayn_helpers tests book/_ext book/autograder
 
 pytest: setup
 	$(BIN)/pytest tests -m "not site" -q
