@@ -172,9 +172,14 @@ def beam_search(
 
     * an extension ending in ``<eos>`` that ranks within the best ``beam_size`` is a
       *finished* hypothesis, scored ``log P / lp(length)`` (length counts ``<eos>``);
+      the sentence keeps its ``beam_size`` best finished hypotheses;
     * the best ``beam_size`` extensions not ending in ``<eos>`` become the new beams.
 
-    A sentence stops when it has ``beam_size`` finished hypotheses or reaches its
+    A sentence stops when it holds ``beam_size`` finished hypotheses and its best open
+    beam, penalised at the current length, scores no better than the worst of them
+    (the rule of Hugging Face's ``BeamHypotheses``; stopping at the first
+    ``beam_size`` finished ones would let early, poor ``<eos>`` extensions of weak
+    beams end the search before the strong beam finishes), or when it reaches its
     length limit (its open beams are then finished as they are). The best finished
     hypothesis by penalised score is returned. With ``beam_size=1`` this is exactly
     :func:`greedy_decode`.
@@ -233,10 +238,8 @@ def beam_search(
             for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
                 if top_scores[i, j] == float("-inf"):
                     continue
-                b = active[i]
-                if len(finished[b]) < k:
-                    prefix = seqs[i * k + int(top_beam[i, j]), 1:].tolist()
-                    finished[b].append((float(top_scores[i, j]) / penalty, prefix))
+                prefix = seqs[i * k + int(top_beam[i, j]), 1:].tolist()
+                _add_finished(finished[active[i]], float(top_scores[i, j]) / penalty, prefix, k)
 
             # 2) the new beams: the best k candidates that do not end in <eos>
             # (at most k of the 2k candidates end in <eos>, one per beam, so k remain)
@@ -248,15 +251,15 @@ def beam_search(
             seqs = torch.cat([seqs[parent], new_tok.view(-1, 1)], dim=1)
             scores = new_scores
 
-            # 3) which sentences are done: k finished, or out of budget
+            # 3) which sentences are done: no open beam can beat the k finished ones, or out of budget
             keep = []
             for i, b in enumerate(active):
-                if len(finished[b]) >= k:
-                    continue
                 if step >= limits[b]:  # finish the open beams as they are (cut off, no <eos>)
                     for j in range(k):
                         if scores[i, j] > float("-inf"):
-                            finished[b].append((float(scores[i, j]) / penalty, seqs[i * k + j, 1:].tolist()))
+                            _add_finished(finished[b], float(scores[i, j]) / penalty, seqs[i * k + j, 1:].tolist(), k)
+                    continue
+                if len(finished[b]) >= k and float(scores[i, 0]) / penalty <= finished[b][-1][0]:
                     continue
                 keep.append(i)
             if len(keep) < n:  # drop finished sentences from the batch
@@ -266,11 +269,20 @@ def beam_search(
                 mem, src_k, seqs = mem[rows_k], src_k[rows_k], seqs[rows_k]
                 scores = scores[idx]
 
-    best = [max(hyps, key=lambda h: h[0]) for hyps in finished]  # max keeps the first of equal scores
+    best = [hyps[0] for hyps in finished]  # kept sorted, best first; the earlier of equal scores
     out = [hyp for _, hyp in best]
     if return_scores:
         return out, [score for score, _ in best]
     return out
+
+
+def _add_finished(hyps: list[tuple[float, list[int]]], score: float, ids: list[int], k: int) -> None:
+    """Insert ``(score, ids)`` into ``hyps``, kept sorted best first and at most ``k`` long."""
+    if len(hyps) == k and score <= hyps[-1][0]:
+        return
+    position = next((p for p, (s, _) in enumerate(hyps) if score > s), len(hyps))
+    hyps.insert(position, (score, ids))
+    del hyps[k:]
 
 
 # -- scoring ----------------------------------------------------------------------------
