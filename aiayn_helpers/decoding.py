@@ -234,12 +234,14 @@ def beam_search(
 
             # 1) finished hypotheses: <eos> candidates ranked within the best k
             penalty = float(length_penalty_gnmt(step, length_penalty))
-            rows, cols = torch.nonzero(is_eos[:, :k], as_tuple=True)
-            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
-                if top_scores[i, j] == float("-inf"):
-                    continue
-                prefix = seqs[i * k + int(top_beam[i, j]), 1:].tolist()
-                _add_finished(finished[active[i]], float(top_scores[i, j]) / penalty, prefix, k)
+            # (the bookkeeping runs on Python lists: one device-to-host copy per step, not per hypothesis)
+            eos_at = torch.nonzero(is_eos[:, :k]).tolist()
+            if eos_at:
+                top_scores_l, top_beam_l, seqs_l = top_scores.tolist(), top_beam.tolist(), seqs[:, 1:].tolist()
+                for i, j in eos_at:
+                    if top_scores_l[i][j] > float("-inf"):
+                        prefix = seqs_l[i * k + top_beam_l[i][j]]
+                        _add_finished(finished[active[i]], top_scores_l[i][j] / penalty, prefix, k)
 
             # 2) the new beams: the best k candidates that do not end in <eos>
             # (at most k of the 2k candidates end in <eos>, one per beam, so k remain)
@@ -253,13 +255,16 @@ def beam_search(
 
             # 3) which sentences are done: no open beam can beat the k finished ones, or out of budget
             keep = []
+            scores_l = scores.tolist()
+            seqs_l = None
             for i, b in enumerate(active):
                 if step >= limits[b]:  # finish the open beams as they are (cut off, no <eos>)
+                    seqs_l = seqs[:, 1:].tolist() if seqs_l is None else seqs_l
                     for j in range(k):
-                        if scores[i, j] > float("-inf"):
-                            _add_finished(finished[b], float(scores[i, j]) / penalty, seqs[i * k + j, 1:].tolist(), k)
+                        if scores_l[i][j] > float("-inf"):
+                            _add_finished(finished[b], scores_l[i][j] / penalty, seqs_l[i * k + j], k)
                     continue
-                if len(finished[b]) >= k and float(scores[i, 0]) / penalty <= finished[b][-1][0]:
+                if len(finished[b]) >= k and scores_l[i][0] / penalty <= finished[b][-1][0]:
                     continue
                 keep.append(i)
             if len(keep) < n:  # drop finished sentences from the batch
