@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ._checks import check_positive_int, check_token_ids
-from .attention import causal_mask, padding_mask
+from .attention import MultiHeadAttention, causal_mask, padding_mask
 from .layers import Decoder, Encoder
 from .positional import PositionalEncoding
 
@@ -118,8 +118,6 @@ class Transformer(nn.Module):
 
     def set_fused(self, fused: bool) -> None:
         """Switch every attention module between the explicit and the fused path."""
-        from .attention import MultiHeadAttention
-
         for m in self.modules():
             if isinstance(m, MultiHeadAttention):
                 m.fused = fused

@@ -28,6 +28,18 @@ def lengths_to_pad(lengths, total):
     return torch.arange(total)[None, :] >= torch.tensor(lengths)[:, None]
 
 
+def nn_transformer(ref, src, tgt, src_pad, tgt_pad):
+    """nn.Transformer with causal and padding masks, given in its own True = blocked convention."""
+    return ref(
+        src,
+        tgt,
+        tgt_mask=~ah.causal_mask(tgt.shape[1]),
+        src_key_padding_mask=src_pad,
+        tgt_key_padding_mask=tgt_pad,
+        memory_key_padding_mask=src_pad,
+    )
+
+
 @pytest.mark.parametrize("mask_kind", [None, "causal", "random"])
 def test_sdpa_matches_torch(mask_kind):
     q, k, v = f64(2, 3, 5, 8), f64(2, 3, 7, 8), f64(2, 3, 7, 6)
@@ -127,14 +139,7 @@ def test_encoder_decoder_stack_matches_nn_transformer():
     src_pad, tgt_pad = lengths_to_pad([7, 4], 7), lengths_to_pad([5, 3], 5)
     memory = enc(src, ~src_pad[:, None, None, :])
     got = dec(tgt, memory, ah.causal_mask(5) & ~tgt_pad[:, None, None, :], ~src_pad[:, None, None, :])
-    want = ref(
-        src,
-        tgt,
-        tgt_mask=~ah.causal_mask(5),
-        src_key_padding_mask=src_pad,
-        tgt_key_padding_mask=tgt_pad,
-        memory_key_padding_mask=src_pad,
-    )
+    want = nn_transformer(ref, src, tgt, src_pad, tgt_pad)
     keep = ~tgt_pad
     torch.testing.assert_close(got[keep], want[keep], **TOL)
 
@@ -146,25 +151,15 @@ def test_transformer_equals_its_parts_and_nn_transformer():
     ref = nn.Transformer(D, H, n, n, FF, dropout=0.0, batch_first=True).double().eval()
     ref.encoder.norm = nn.Identity()  # the paper's post-norm model has no final LayerNorm
     ref.decoder.norm = nn.Identity()
-    for mine, theirs in zip(model.encoder.layers, ref.encoder.layers):
-        copy_encoder_layer_from_torch(mine, theirs)
-    for mine, theirs in zip(model.decoder.layers, ref.decoder.layers):
-        copy_decoder_layer_from_torch(mine, theirs)
+    copy_stack_from_torch(model.encoder, ref.encoder)
+    copy_stack_from_torch(model.decoder, ref.decoder)
     src = torch.tensor([[5, 6, 7, 8, 9], [3, 4, 0, 0, 0]])
     tgt = torch.tensor([[1, 11, 12, 13], [1, 14, 15, 0]])
     pe = ah.sinusoidal_encoding(10, D, dtype=torch.float64)
     emb_src = model.src_embed(src) * D**0.5 + pe[:5]
     emb_tgt = model.tgt_embed(tgt) * D**0.5 + pe[:4]
     src_pad, tgt_pad = src == 0, tgt == 0
-    hidden = ref(
-        emb_src,
-        emb_tgt,
-        tgt_mask=~ah.causal_mask(4),
-        src_key_padding_mask=src_pad,
-        tgt_key_padding_mask=tgt_pad,
-        memory_key_padding_mask=src_pad,
-    )
-    want = hidden @ model.generator.weight.T
+    want = nn_transformer(ref, emb_src, emb_tgt, src_pad, tgt_pad) @ model.generator.weight.T
     got = model(src, tgt)
     torch.testing.assert_close(got[~tgt_pad], want[~tgt_pad], **TOL)
 
