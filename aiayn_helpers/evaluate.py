@@ -54,8 +54,8 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, torch.Tensor]:
             total = {k: v.to(torch.float64) for k, v in weights.items()}
             continue
         if layout != reference:
-            diff = sorted(set(layout.items()) ^ set(reference.items()))[:3]
-            raise ValueError(f"{path} does not match the first checkpoint (names, shapes or dtypes differ: {diff})")
+            diff = sorted(k for k in layout.keys() | reference.keys() if layout.get(k) != reference.get(k))
+            raise ValueError(f"{path} does not match the first checkpoint (names, shapes or dtypes differ: {diff[:3]})")
         for k, v in weights.items():
             total[k] += v.to(torch.float64)
     return {k: (v / len(paths)).to(reference[k][1]) for k, v in total.items()}

@@ -113,15 +113,20 @@ def _env(corpus: str) -> dict:
     return env
 
 
-def test_command_line_reports_errors_without_a_traceback(tmp_path, corpus):
-    proc = subprocess.run(
-        [sys.executable, "-m", "aiayn_helpers.train", "--out", str(tmp_path), "--resume"],
+def run_module(module: str, corpus: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m module args`` in a fresh process, as a reader would type it."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         env=_env(corpus),
         cwd=ROOT,
         timeout=120,
     )
+
+
+def test_command_line_reports_errors_without_a_traceback(tmp_path, corpus):
+    proc = run_module("aiayn_helpers.train", corpus, "--out", str(tmp_path), "--resume")
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: checkpoint") and "Traceback" not in proc.stderr
 

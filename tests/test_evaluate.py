@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
-from test_cli import ROOT, _env, local_multi30k
+from test_cli import local_multi30k, run_module
 
 from aiayn_helpers import evaluate, train
 
@@ -45,8 +43,7 @@ def test_average_is_the_elementwise_mean(kept_run):
         torch.testing.assert_close(avg[k].double(), expected, rtol=0, atol=1e-7)
         assert avg[k].dtype == a[k].dtype
     # two different checkpoints: the mean differs from both
-    k = "encoder.layers.0.ff.linear1.weight" if "encoder.layers.0.ff.linear1.weight" in a else next(iter(a))
-    assert not torch.equal(avg[k], a[k]) and not torch.equal(avg[k], b[k])
+    assert any(not torch.equal(avg[k], a[k]) for k in a) and any(not torch.equal(avg[k], b[k]) for k in b)
 
 
 def test_average_rejects_empty_and_mismatched_inputs(kept_run, tmp_path):
@@ -80,13 +77,6 @@ def test_evaluate_scores_each_length_penalty_and_writes_json(kept_run):
 
 def test_too_few_epoch_files_is_a_clear_error(kept_run):
     out, corpus = kept_run
-    proc = subprocess.run(
-        [sys.executable, "-m", "aiayn_helpers.evaluate", str(out), "--average", "5", "--limit", "4"],
-        capture_output=True,
-        text=True,
-        env=_env(corpus),
-        cwd=ROOT,
-        timeout=120,
-    )
+    proc = run_module("aiayn_helpers.evaluate", corpus, str(out), "--average", "5", "--limit", "4")
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: --average 5 needs 5 epochNNN.pt files") and "Traceback" not in proc.stderr
