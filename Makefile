@@ -23,7 +23,7 @@ help:
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make bench    speed measurements (not part of the tests)"
-	@echo "make lint     ruff over the package, the tests and the notebooks"
+	@echo "make lint     ruff over the package, the tests, the tools and the notebooks"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 # The virtual environment is rebuilt when it is missing or older than the requirements.
@@ -40,8 +40,8 @@ book: setup
 	@test -f _build/html/index.html && echo "site: _build/html/index.html"
 
 lint: setup
-	$(BIN)/ruff check aiayn_helpers tests notebooks book/_ext book/autograder
-	$(BIN)/ruff format --check aiayn_helpers tests book/_ext book/autograder
+	$(BIN)/ruff check aiayn_helpers tests tools notebooks book/_ext book/autograder
+	$(BIN)/ruff format --check aiayn_helpers tests tools book/_ext book/autograder
 
 pytest: setup
 	$(BIN)/pytest tests -m "not site" -q
@@ -55,7 +55,7 @@ site-test: setup
 # The student edition, generated from the same sources (never edited by hand): solutions replaced
 # by stubs that raise NotImplementedError, and a site with the solutions hidden.
 student: setup
-	$(BIN)/python tests/tools/make_student.py --out _student
+	$(BIN)/python tools/make_student.py --out _student
 	$(BIN)/jupyter-book build _student --warningiserror --nitpick --keep-going
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
@@ -66,10 +66,10 @@ test: lint book
 	$(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly tests notebooks
 
 outputs: setup
-	$(BIN)/python tests/tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+	$(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
 bench: setup
-	$(BIN)/python tests/bench.py
+	$(BIN)/python tools/bench.py
 
 clean:
 	rm -rf _build _student .pytest_cache

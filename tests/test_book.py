@@ -122,7 +122,7 @@ def test_notebook_times_are_measured_records():
 
 
 def test_execute_notebooks_records_times(tmp_path, monkeypatch):
-    sys.path.insert(0, str(ROOT / "tests" / "tools"))
+    sys.path.insert(0, str(ROOT / "tools"))
     import execute_notebooks
 
     target = tmp_path / "times.json"

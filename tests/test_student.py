@@ -1,4 +1,4 @@
-"""The student edition (tests/tools/make_student.py): solutions out, everything else still runs."""
+"""The student edition (tools/make_student.py): solutions out, everything else still runs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "tools"))
+sys.path.insert(0, str(ROOT / "tools"))
 import make_student  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

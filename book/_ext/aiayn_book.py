@@ -3,7 +3,7 @@
 1. Directives that render the instructor guide's tables from measured data.
 
 ``{syllabus}`` maps sessions to chapters; ``{notebook-times}`` lists every notebook.
-Both read ``book/notebook_times.json``, which ``tests/tools/execute_notebooks.py``
+Both read ``book/notebook_times.json``, which ``tools/execute_notebooks.py``
 writes each time it executes a notebook, so no time in the guide is typed by hand.
 Chapters are named by their number prefix (``02`` finds ``notebooks/02_*.ipynb``),
 so a notebook that does not exist yet is shown as "in preparation" instead of
@@ -101,7 +101,7 @@ class NotebookTimes(_TimesMixin):
         table = self.table(["Notebook", "Run time, top to bottom"], rows, [70, 30])
         machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
         note = nodes.paragraph(
-            text=f"Measured by tests/tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}."
+            text=f"Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}."
         )
         return [table, note]
 

@@ -1,6 +1,6 @@
 """Speed measurements, run by `make bench` (never by the tests).
 
-    python tests/bench.py
+    python tools/bench.py
 
 Each benchmark interleaves the implementations it compares, round after round, so
 that a slow spell of the machine hits both alike, and reports medians.

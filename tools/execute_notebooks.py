@@ -1,6 +1,6 @@
 """Re-execute notebooks in place, the way `make outputs` does.
 
-    python tests/tools/execute_notebooks.py notebooks/02_scaled_dot_product_attention.ipynb
+    python tools/execute_notebooks.py notebooks/02_scaled_dot_product_attention.ipynb
 
 Each notebook runs top to bottom in a fresh kernel from the notebooks/ folder,
 with the environment `make test` uses (PYTHONHASHSEED=0, AIAYN_THREADS), so the
@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 TIMES = ROOT / "book" / "notebook_times.json"
 
 
