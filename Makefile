@@ -59,6 +59,14 @@ student: setup
 	$(BIN)/jupyter-book build _student --warningiserror --nitpick --keep-going
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
+# Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
+# submissions go in _grading/submitted/<student>/<assignment>/<assignment>.ipynb; scores in _grading/grades.csv.
+grade: setup
+	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
+	cd _grading && PATH="$(abspath $(BIN)):$$PATH" nbgrader autograde $(or $(A),assignment1) --create
+	cd _grading && PATH="$(abspath $(BIN)):$$PATH" nbgrader export --to grades.csv
+	@echo "scores: _grading/grades.csv"
+
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600

@@ -17,8 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import make_student  # noqa: E402
 
+from aiayn_helpers.exercises import exercise_name  # noqa: E402
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-STUB = re.compile(r'raise NotImplementedError\("Exercise (?P<label>[^:"]+): your code here"\)')
+STUB = re.compile(r"^# (?P<name>Exercise \S+) \((?P<label>[^)]+)\): your answer\.", re.MULTILINE)
 
 
 def solution_code(nb) -> list[str]:
@@ -36,7 +38,7 @@ def solution_code(nb) -> list[str]:
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
     out = tmp_path_factory.mktemp("student") / "edition"
-    removed = make_student.build(out)
+    removed = make_student.build(out, course=out.parent / "course")
     return out, removed
 
 
@@ -60,8 +62,11 @@ def test_no_solution_remains(edition, path):
 
     stubs = [c for c in student.cells if c.cell_type == "code" and STUB.search(c.source)]
     for stub in stubs:
-        assert "raises-exception" in stub.metadata.get("tags", []), "a stub must be tagged raises-exception"
+        # no tag that lets an error pass: once answered, a failing answer stops the notebook
+        assert not stub.metadata.get("tags"), "an answer cell carries no tags (raises-exception would hide errors)"
         assert not stub.outputs
+        match = STUB.search(stub.source)
+        assert match["name"] == exercise_name(match["label"]), "the answer cell names the exercise as the site does"
     stub_labels = [STUB.search(c.source)["label"] for c in stubs]
     assert len(set(stub_labels)) == len(stub_labels), "one stub per exercise"
     assert set(stub_labels) <= set(removed[path.name])
@@ -75,7 +80,11 @@ def test_everything_else_is_kept(edition, path):
     original = nbformat.read(path, as_version=4)
     student = nbformat.read(out / "notebooks" / path.name, as_version=4)
     solutions = set(solution_code(original))
-    kept = [c.source for c in original.cells if c.cell_type == "code" and c.source.strip() not in solutions]
+    kept = [
+        make_student.student_code(c.source)
+        for c in original.cells
+        if c.cell_type == "code" and c.source.strip() not in solutions
+    ]
     assert [c.source for c in student.cells if c.cell_type == "code" and not STUB.search(c.source)] == kept
     exercises = re.findall(r":label:\s*(ch\w+-ex\w+)", "\n".join(c.source for c in original.cells))
     student_md = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
@@ -88,8 +97,59 @@ def test_student_site_config(edition):
     config = yaml.safe_load((out / "_config.yml").read_text())
     assert config["sphinx"]["config"]["hide_solutions"] is True
     assert not config["launch_buttons"]["colab_url"], "Colab would open the notebooks with solutions"
+    assert config["html"]["use_repository_button"] is False and "repository" not in config
     assert "instructor_guide" not in (out / "_toc.yml").read_text()
     assert not (out / "book" / "instructor_guide.md").exists()
+
+
+def _edition_text(out: Path) -> dict[str, str]:
+    """Every text a student gets: pages, notebooks (all cells), README, requirements, assignments."""
+    files = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".md", ".ipynb", ".txt", ".yml", ".py")]
+    return {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8") for p in files if "_build" not in p.parts}
+
+
+def test_student_edition_has_no_path_to_the_solutions(edition):
+    out, _ = edition
+    texts = _edition_text(out)
+    assert not (out / "book" / "autograder").exists(), "the assignments' sources (solutions, hidden tests)"
+    for name, text in texts.items():
+        assert "git+https" not in text and "git clone" not in text, f"{name} points to the repository"
+        assert "github.com/aiayn-textbook" not in text, f"{name} names the repository"
+        assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text, name
+
+
+def test_student_edition_mentions_no_material_it_lacks(edition):
+    out, _ = edition
+    for name, text in _edition_text(out).items():
+        if name.endswith(".py"):
+            continue
+        flat = re.sub(r"\s+", " ", text)
+        for phrase in ("learners' notes", "sets of notes", "One note ", "one of the notes", "instructor guide"):
+            assert phrase not in flat, f"{name} mentions {phrase!r}, which students do not have"
+
+
+def test_student_edition_stands_alone(edition):
+    """README, requirements with the book's pins, the package's wheel, the student's own intro, the assignments."""
+    out, _ = edition
+    readme = (out / "README.md").read_text()
+    for step in ("pip install -r requirements.txt", "jupyter lab notebooks/", "check", "download.pytorch.org/whl/cpu"):
+        assert step in readme, f"the README does not say {step!r}"
+    requirements = (out / "requirements.txt").read_text().splitlines()
+    pins = {line.split("==")[0]: line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line}
+    for line in requirements:
+        if "==" in line and not line.startswith("#"):
+            assert line == pins[line.split("==")[0]], f"{line} differs from the book's pin"
+    (wheel,) = (out / "dist").glob("aiayn_helpers-*-py3-none-any.whl")
+    assert f"dist/{wheel.name}" in requirements
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "aiayn_helpers/exercises.py" in names and not any(n.startswith(("notebooks/", "book/")) for n in names)
+    intro = (out / "book" / "intro.md").read_text()
+    assert "student edition" in intro and "drop-down" not in intro and "rocket" not in intro
+    for word in ("## Install", "## Run", "## Check your answers"):
+        assert word in intro
+    assert sorted(p.name for p in (out / "assignments").glob("*.ipynb")) == ["assignment1.ipynb"]
 
 
 def test_studentize_directive_variants():
@@ -109,6 +169,7 @@ def test_studentize_directive_variants():
     sources = [c.source for c in student.cells]
     assert sources[0].endswith(":::{exercise-end}\n:::") and "solution" not in sources[0]
     assert sources[1] == make_student.stub_source("ch99-ex1")
+    assert not student.cells[1].metadata.get("tags"), "no raises-exception: errors in an answer must surface"
     assert sources[2] == "After the solution."
     assert "Thought" not in sources[3] and "Think." in sources[3]
     assert sources[4] == "kept = True" and len(sources) == 5
@@ -147,9 +208,34 @@ def _cheapest_notebook_with_stubs(removed) -> str:
     return min(candidates, key=lambda n: (times.get(f"notebooks/{n}", {}).get("seconds", float("inf")), n))
 
 
+def test_answer_cell_comes_from_the_exercise_stub():
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        md(
+            ":::{exercise-start}\n:label: ch03-ex1\n:::\nDo it.\n:::{exercise-end}\n:::\n"
+            ":::{solution-start} ch03-ex1\n:::"
+        ),
+        code("by_hand = 42", metadata={"student_stub": "by_hand = ...  # the output"}),
+        md(":::{solution-end}\n:::"),
+        code('check("ch03-ex1", by_hand, 42)'),
+    ]
+    student, _ = make_student.studentize(nb)
+    stub = student.cells[1].source
+    assert stub.startswith("# Exercise 3.1 (ch03-ex1): your answer.") and "by_hand = ...  # the output" in stub
+    assert student.cells[2].source == 'check("ch03-ex1", by_hand, 42)', "the check cell stays"
+
+
+def test_student_text_rephrases_the_notes():
+    assert (
+        make_student.student_text("One of the learners' notes builds it.") == "One learner's implementation builds it."
+    )
+    assert "notes" not in make_student.student_text("Reading the five sets of notes; one of the notes; One note's x.")
+
+
 @pytest.mark.timeout(900)
-def test_student_notebook_runs_up_to_the_stubs(edition):
-    """Every cell of the (cheapest) student notebook runs; only the stubs raise, as tagged."""
+def test_student_notebook_runs_unanswered(edition):
+    """The (cheapest) student notebook runs top to bottom unanswered: no cell fails, every check says so."""
     out, removed = edition
     if not removed:
         pytest.skip("no notebooks yet")
@@ -159,11 +245,13 @@ def test_student_notebook_runs_up_to_the_stubs(edition):
     os.environ.setdefault("PYTHONHASHSEED", "0")
     os.environ.setdefault("AIAYN_THREADS", "2")
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    text = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        if STUB.search(cell.source):
-            assert errors and errors[0].ename == "NotImplementedError", f"{name}: the stub did not raise"
-        else:
-            assert not errors, f"{name}: a non-exercise cell fails without the solutions:\n{cell.source}\n{errors}"
+        assert not errors, f"{name}: a cell fails without the solutions:\n{cell.source}\n{errors}"
+        text += [o.get("text", "") for o in cell.outputs if o.output_type == "stream"]
+    stubs = [STUB.search(c.source)["label"] for c in nb.cells if c.cell_type == "code" and STUB.search(c.source)]
+    for label in stubs:
+        assert f"○ {exercise_name(label)}: not answered yet" in "".join(text), f"{label}: its check said nothing"

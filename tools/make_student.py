@@ -85,6 +85,15 @@ STUDENT_TEXT = [
 ]
 
 
+_GIT_INSTALL = re.compile(r"""(%pip install[^\n]*?)["']?aiayn_helpers(\[\w+\])? @ git\+\S+?["']?$""", re.MULTILINE)
+WHEEL_INSTALL = r"\1../dist/aiayn_helpers-*.whl"
+
+
+def student_code(source: str) -> str:
+    """A code cell for the student edition: the package comes from the handed-out wheel, not the repository."""
+    return _GIT_INSTALL.sub(WHEEL_INSTALL, source)
+
+
 def student_text(text: str) -> str:
     """``text`` without references to material students do not have."""
     for pattern, replacement in STUDENT_TEXT:
@@ -173,6 +182,7 @@ def studentize(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[s
                     cells.append(_stub_cell(state.label, cell.metadata.get("student_stub", "")))
                     state.stubbed = True
                 continue
+            cell.source = student_code(cell.source)
             cells.append(cell)
         elif cell.cell_type == "markdown":
             source = student_text(_strip_markdown(cell.source, state))

@@ -9,7 +9,17 @@ Chapters are named by their number prefix (``02`` finds ``notebooks/02_*.ipynb``
 so a notebook that does not exist yet is shown as "in preparation" instead of
 a broken link, and a new notebook is picked up on the next build.
 
-2. A fix for a script that Jupyter Book 1 emits twice on notebook pages
+Each notebook has two figures: ``seconds``, alone with the book's default thread
+setting, and ``seconds_two_at_once``, while a second notebook runs on the same
+machine (a shared classroom server); a figure not measured yet says so.
+
+2. Exercise numbers per chapter. sphinx-exercise numbers exercises across the whole
+book (the third chapter's first exercise would be "Exercise 10"); the notebooks'
+answer cells say "Exercise 3.1" (``aiayn_helpers.exercises.exercise_name``). After
+Sphinx assigns its numbers, every exercise of ``notebooks/NN_*`` becomes ``N.k``
+(``A.k`` for the appendix), so a reference reads "Exercise 3.1" as in the notebook.
+
+3. A fix for a script that Jupyter Book 1 emits twice on notebook pages
 (sphinx-thebe's `const THEBE_JS_URL = ...`): the second copy is a JavaScript
 error ("Identifier 'THEBE_JS_URL' has already been declared") on every page.
 """
@@ -17,6 +27,7 @@ error ("Identifier 'THEBE_JS_URL' has already been declared") on every page.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -27,7 +38,9 @@ from sphinx.util.docutils import SphinxDirective
 TIMES_FILE = "book/notebook_times.json"
 
 
-def _format_seconds(seconds: float) -> str:
+def _format_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "not measured yet"
     if seconds < 60:
         return f"{seconds:.0f} s"
     minutes, rest = divmod(round(seconds), 60)
@@ -83,26 +96,33 @@ class _TimesMixin(SphinxDirective):
         return table
 
 
+KEYS = ("seconds", "seconds_two_at_once")  # alone (default threads), two notebooks at once
+
+
+def _sum(entries: list[dict | None], key: str) -> float | None:
+    """The total of ``key`` over ``entries``, or None when any of them lacks it."""
+    values = [e.get(key) if e else None for e in entries]
+    return None if not values or any(v is None for v in values) else float(sum(values))
+
+
 class NotebookTimes(_TimesMixin):
-    """One row per notebook: its link and its measured execution time."""
+    """One row per notebook: its link and its two measured execution times."""
 
     has_content = False
 
     def run(self) -> list[nodes.Node]:
         times = self.times()
-        rows, total, measured = [], 0.0, set()
+        rows, entries, measured = [], [], set()
         for nb in self.notebooks():
             entry = times.get(f"notebooks/{nb.name}")
+            entries.append(entry)
             if entry:
-                total += entry["seconds"]
                 measured.add((entry.get("cpu_count"), entry.get("threads")))
-            rows.append([self.chapter_link(nb), _format_seconds(entry["seconds"]) if entry else "not measured yet"])
-        rows.append(["all notebooks", _format_seconds(total)])
-        table = self.table(["Notebook", "Run time, top to bottom"], rows, [70, 30])
+            rows.append([self.chapter_link(nb)] + [_format_seconds(entry.get(k) if entry else None) for k in KEYS])
+        rows.append(["all notebooks"] + [_format_seconds(_sum(entries, k)) for k in KEYS])
+        table = self.table(["Notebook", "Alone, default threads", "Two notebooks at once"], rows, [50, 25, 25])
         machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
-        note = nodes.paragraph(
-            text=f"Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}."
-        )
+        note = nodes.paragraph(text=f"Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}.")
         return [table, note]
 
 
@@ -124,32 +144,26 @@ class Syllabus(_TimesMixin):
                 raise self.error(f"syllabus line needs 4 fields separated by '|', got: {line!r}")
             number, topic, prefixes, before = fields
             links: list[nodes.Node | str] = []
-            seconds, missing = 0.0, False
+            entries: list[dict | None] = []
             for prefix in prefixes.split():
                 found = [nb for nb in notebooks if nb.name.startswith(prefix + "_")]
                 if links:
                     links.append(", ")
                 if not found:
                     links.append(f"chapter {prefix} (in preparation)")
-                    missing = True
+                    entries.append(None)
                     continue
                 for i, nb in enumerate(found):
                     if i:
                         links.append(", ")
                     links.append(self.chapter_link(nb))
-                    entry = times.get(f"notebooks/{nb.name}")
-                    if entry:
-                        seconds += entry["seconds"]
-                    else:
-                        missing = True
-            if not seconds:
-                time_text = "not measured yet"
-            else:
-                time_text = _format_seconds(seconds) + (" + chapters not measured yet" if missing else "")
-            rows.append([number, topic, links, time_text, before])
+                    entries.append(times.get(f"notebooks/{nb.name}"))
+            rows.append([number, topic, links, *(_format_seconds(_sum(entries, k)) for k in KEYS), before])
         return [
             self.table(
-                ["Session", "Topic", "Notebooks", "Measured run time", "Before the session"], rows, [8, 24, 30, 14, 24]
+                ["Session", "Topic", "Notebooks", "Run time alone", "Two at once", "Before the session"],
+                rows,
+                [7, 23, 26, 12, 12, 20],
             )
         ]
 
@@ -169,8 +183,30 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+def _chapter_of(docname: str) -> str | None:
+    """``notebooks/03_multi_head_attention`` -> ``"3"``, ``notebooks/A_forward_pass_numpy`` -> ``"A"``."""
+    m = re.fullmatch(r"notebooks/([0-9]+|[A-Z])_[^/]+", docname)
+    if not m:
+        return None
+    return str(int(m[1])) if m[1].isdigit() else m[1]
+
+
+def _number_exercises_by_chapter(app, env):
+    """Renumber sphinx-exercise's exercises chapter by chapter: (chapter, k), shown as "Exercise 3.1"."""
+    for docname, by_type in env.toc_fignumbers.items():
+        chapter = _chapter_of(docname)
+        numbers = by_type.get("exercise")
+        if chapter is None or not numbers:
+            continue
+        ordered = sorted(numbers, key=lambda node_id: tuple(numbers[node_id]))
+        by_type["exercise"] = {node_id: (chapter, k) for k, node_id in enumerate(ordered, start=1)}
+    return []
+
+
 def setup(app):
     app.add_directive("notebook-times", NotebookTimes)
     app.add_directive("syllabus", Syllabus)
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    # after Sphinx's own TocTreeCollector (priority 500) has assigned the figure numbers
+    app.connect("env-get-updated", _number_exercises_by_chapter, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
