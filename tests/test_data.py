@@ -6,7 +6,9 @@ import gzip
 import io
 import os
 import shutil
+import subprocess
 import urllib.error
+import urllib.response
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,13 @@ from aiayn_helpers.data import (
 
 
 def local_multi30k() -> Path:
-    """The local copy: $AIAYN_DATA_DIR (the Makefile sets it), else ../shared/data/multi30k."""
+    """The corpus the tests read: $AIAYN_DATA_DIR (the Makefile sets it to the copy beside the
+    repository when there is one), else the loader's cache, which `make data` fills. Never the network."""
     env = os.environ.get("AIAYN_DATA_DIR")
-    folder = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-    if not all((folder / n).is_file() for n in MULTI30K_SHA256):
-        pytest.skip("no local Multi30k copy (set AIAYN_DATA_DIR)")
+    folder = Path(env) if env else data.cache_dir()
+    missing = [n for n in MULTI30K_SHA256 if not (folder / n).is_file()]
+    if missing:
+        pytest.fail(f"no Multi30k copy in {folder} (missing {missing}): run `make data` once, or set AIAYN_DATA_DIR")
     return folder
 
 
@@ -118,7 +122,7 @@ def test_download_is_verified(corpus_dir, tmp_path, monkeypatch):
         body = (corpus_dir / name).read_bytes()
         if name == "val.de.gz" and corrupt["on"]:
             body = body[:-10]
-        return io.BytesIO(body)
+        return urllib.response.addinfourl(io.BytesIO(body), {"Content-Length": str(len(body))}, url)
 
     corrupt = {"on": True}
     monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen)
@@ -131,6 +135,39 @@ def test_download_is_verified(corpus_dir, tmp_path, monkeypatch):
     assert requested[0].startswith("https://raw.githubusercontent.com/multi30k/dataset/")
     assert "/data/task1/raw/" in requested[0]
     assert len(load_multi30k("val")) == 1014 and folder == tmp_path / "cache"
+
+
+def test_clone_without_local_copy_reads_a_filled_cache_offline(corpus_dir, tmp_path, monkeypatch, no_network, capsys):
+    """A reader's clone: no AIAYN_DATA_DIR, the cache already filled by `make data`, no network."""
+    monkeypatch.delenv("AIAYN_DATA_DIR", raising=False)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in MULTI30K_SHA256:
+        shutil.copy(corpus_dir / name, cache / name)
+    monkeypatch.setenv("AIAYN_CACHE_DIR", str(cache))
+    assert multi30k_dir() == cache == data.cache_dir()
+    assert len(load_multi30k("test2016")) == 1000 and len(load_multi30k("val", limit=5)) == 5
+    assert data.main([]) == 0 and str(cache) in capsys.readouterr().out
+
+
+def test_makefile_uses_the_local_copy_only_when_it_exists(tmp_path):
+    """`AIAYN_DATA_DIR` is ../shared/data/multi30k when that folder holds the corpus, else empty (the cache)."""
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "Makefile", repo / "Makefile")
+    env = {k: v for k, v in os.environ.items() if k not in ("AIAYN_DATA_DIR", "MAKEFLAGS", "MAKELEVEL")}
+
+    def data_dir() -> str:
+        show = "show: ; @echo [$(AIAYN_DATA_DIR)]"
+        return subprocess.run(
+            ["make", "-s", "-C", str(repo), "--eval", show, "show"], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert data_dir() == "[]"
+    local = tmp_path / "shared" / "data" / "multi30k"
+    local.mkdir(parents=True)
+    (local / "train.de.gz").write_bytes(b"")
+    assert data_dir() == f"[{local}]"
 
 
 def test_no_network_gives_a_clear_error(tmp_path, monkeypatch, no_network):
