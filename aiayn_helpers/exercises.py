@@ -7,7 +7,6 @@ right or wrong, and why::
     >>> from aiayn_helpers.exercises import check
     >>> check("ch02-ex2", 1024.0, 1024.0, why="d_k sigma^4 = 64 * 16")
     ✓ Exercise 2.2: right. d_k sigma^4 = 64 * 16
-    True
 
 * An answer left as ``...`` (the placeholder of the student edition) is
   "not answered yet": a message, no error, so the notebook still runs to the end.
@@ -146,7 +145,7 @@ def check(
     mistakes: Mapping[str, Any] | None = None,
     rtol: float = 1e-6,
     atol: float = 1e-9,
-) -> bool:
+) -> None:
     """Compare a student's ``answer`` with ``expected``; print the verdict, raise :class:`WrongAnswer` if wrong.
 
     Args:
@@ -161,8 +160,7 @@ def check(
             one of these values is named ("this is what you get when ...").
         rtol, atol: tolerances for floating-point comparisons.
 
-    Returns:
-        True when the answer is right, False when it is not answered yet.
+    Prints the verdict and returns nothing (so a notebook cell shows only the sentence).
 
     Raises:
         WrongAnswer: the answer is wrong; the message says what differs and why.
@@ -170,11 +168,11 @@ def check(
     name = exercise_name(label)
     if answer is Ellipsis:
         print(f"○ {name}: not answered yet. Replace the ... above with your answer, run that cell, then this one.")
-        return False
+        return
     reason = _difference(answer, expected, rtol, atol)
     if reason is None:
         print(f"✓ {name}: right." + (f" {why}" if why else ""))
-        return True
+        return
     for mistake, value in (mistakes or {}).items():
         if _difference(answer, value, rtol, atol) is None:
             raise WrongAnswer(f"✗ {name}: not right. This is what you get when {mistake}. ({reason}.)")

@@ -183,6 +183,8 @@ def studentize(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[s
                     state.stubbed = True
                 continue
             cell.source = student_code(cell.source)
+            if "exercise-check" in cell.metadata.get("tags", []):
+                cell.outputs, cell.execution_count = [], None  # the teacher's run says "right": not the student's
             cells.append(cell)
         elif cell.cell_type == "markdown":
             source = student_text(_strip_markdown(cell.source, state))
