@@ -1,0 +1,240 @@
+"""Every exercise checks itself: aiayn_helpers.exercises, and the chapters' check cells on filled-in stubs.
+
+The notebook test builds the student edition of a chapter (tools/make_student.py), fills
+every answer cell with the book's solution (its own asserts removed: a student's answer
+has none) and runs the chapter: every check cell must say "right". Then, in the same
+kernel, it runs typical wrong answers (the solution with one planted mistake) and their
+check cells: each must be reported wrong (``WrongAnswer``), so no wrong answer runs silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from nbclient import NotebookClient
+
+from aiayn_helpers.exercises import WrongAnswer, check, exercise_name, quiz
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import make_student  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+# Typical wrong answers, at least two per chapter: (exercise, [(in the solution, replaced by), ...]).
+WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
+    "00_a_first_look.ipynb": [
+        ("ch00-ex1", [("share_embeddings=True", "share_embeddings=False")]),  # three vocabulary matrices
+        ("ch00-ex1", [("d_ff=4096", "d_ff=2048")]),  # the base model's d_ff
+    ],
+    "04_positional_encoding.ipynb": [
+        ("ch04-ex1", [("shift_matrix(-5, 64), shift_matrix(5, 64)", "shift_matrix(5, 64), shift_matrix(5, 64)")]),
+        ("ch04-ex1", [("back_shifted = pe64[5:] @ M_back.T", "back_shifted = pe64[5:] @ M_back")]),  # no transpose
+        (
+            "ch04-ex2",
+            [
+                (
+                    "W_q, W_k = torch.randn(64, 64, dtype=torch.float64), torch.randn(64, 64, dtype=torch.float64)",
+                    "W_q = W_k = torch.randn(64, 64, dtype=torch.float64)",
+                )
+            ],
+        ),  # fmt: skip
+        ("ch04-ex3", [("X, Y = tab[:-1], tab[1:]", "X, Y = tab[:-1], tab[:-1]")]),  # fits the identity
+        ("ch04-ex4", [("math.log(10000.0) / (half - 1)", "math.log(10000.0) / half")]),  # the paper's spacing
+    ],
+}
+# chapters whose exercises do not have check cells yet (each is a known gap, listed in the issue)
+PENDING = {
+    "01_history_of_attention.ipynb",
+    "02_scaled_dot_product_attention.ipynb",
+    "03_multi_head_attention.ipynb",
+    "05_encoder.ipynb",
+    "06_decoder.ipynb",
+    "07_full_model.ipynb",
+    "A_forward_pass_numpy.ipynb",
+}
+
+# ---------------------------------------------------------------------------- the helper
+
+
+def test_exercise_names_match_the_site():
+    assert exercise_name("ch03-ex1") == "Exercise 3.1"
+    assert exercise_name("ch00-ex4") == "Exercise 0.4"
+    assert exercise_name("chA-ex2") == "Exercise A.2"
+    assert exercise_name("something-else") == "something-else"
+
+
+def test_check_right_unanswered_and_wrong(capsys):
+    check("ch02-ex2", 1024.0, 1024.0, why="d_k sigma^4.")
+    assert capsys.readouterr().out == "✓ Exercise 2.2: right. d_k sigma^4.\n"
+    check("ch02-ex2", ..., 1024.0)
+    assert "○ Exercise 2.2: not answered yet" in capsys.readouterr().out
+    with pytest.raises(WrongAnswer, match=r"when each product has variance sigma\^2\. \(expected 1024, got 256\.\)"):
+        check("ch02-ex2", 256.0, 1024.0, mistakes={"each product has variance sigma^2": 256.0})
+    with pytest.raises(WrongAnswer, match="not right: expected 1024, got 100. Think of d_k."):
+        check("ch02-ex2", 100.0, 1024.0, hint="Think of d_k.")
+    assert isinstance(WrongAnswer("x"), AssertionError), "a wrong answer stops the notebook like an assert"
+
+
+def test_check_tensors_say_what_differs():
+    expected = torch.arange(6.0).reshape(2, 3)
+    check("ch03-ex1", expected.clone().double(), expected)  # dtype does not matter, values do
+    with pytest.raises(WrongAnswer, match=r"expected shape \(2, 3\), got shape \(3, 2\)"):
+        check("ch03-ex1", expected.T, expected)
+    wrong = expected.clone()
+    wrong[1, 2] += 0.5
+    with pytest.raises(WrongAnswer, match=r"1 of 6 values differ; the largest difference is 0.5, at index \(1, 2\)"):
+        check("ch03-ex1", wrong, expected)
+    with pytest.raises(WrongAnswer, match="expected a tensor"):
+        check("ch03-ex1", 3.0, expected)
+    with pytest.raises(WrongAnswer, match="1 entries differ"):
+        check("ch06-ex1", torch.tensor([True, False]), torch.tensor([True, True]))
+    with pytest.raises(WrongAnswer, match=r"item 1: expected False, got True"):
+        check("ch04-ex2", (True, True), (True, False))
+    with pytest.raises(WrongAnswer, match=r"\[7\]: expected False"):
+        check("ch04-ex3", {6: True, 7: True}, {6: True, 7: False})
+    with pytest.raises(WrongAnswer, match="expected 2, got 3"):
+        check("ch04-ex4", 3, 2)
+    check("ch07-ex2", "B ", "b")  # choices: case and spaces do not matter
+
+
+def test_quiz_output_is_the_same_every_run(monkeypatch):
+    pytest.importorskip("jupyterquiz")
+    import jupyterquiz.dynamic.display as shown
+
+    runs: list[list[str]] = []
+    monkeypatch.setattr(shown, "display", lambda obj: runs[-1].append(obj.data))
+    questions = [{"question": "Q?", "type": "multiple_choice", "answers": [{"answer": "a", "correct": True}]}]
+    for _ in range(2):
+        runs.append([])
+        quiz(questions, key="chX")
+    assert runs[0] == runs[1] and len(runs[0]) == 2, "the saved output must not change between runs (nbval)"
+    assert '"question": "Q?"' in runs[0][1]
+    with pytest.raises(ValueError, match="at least one of them correct"):
+        quiz([{"question": "Q?", "answers": [{"answer": "a", "correct": False}]}], key="chX")
+
+
+# ---------------------------------------------------------------------------- the chapters
+
+
+def _labels(nb) -> list[str]:
+    return re.findall(r":label:\s*(ch\w+-ex\w+)", "\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+
+
+def _solution_sources(nb) -> dict[str, str]:
+    """label -> the code of its solution cells, joined."""
+    found: dict[str, list[str]] = {}
+    current = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for m in re.finditer(r"\{solution-start\}\s*(\S+)|\{solution-end\}", cell.source):
+                current = m[1]
+                if current:
+                    found.setdefault(current, [])
+        elif current:
+            found[current].append(cell.source)
+    return {label: "\n\n".join(sources) for label, sources in found.items()}
+
+
+class _DropAsserts(ast.NodeTransformer):
+    """A student's answer has no asserts of the book's: remove ``assert`` and ``assert_close``-like calls."""
+
+    def visit_Assert(self, node):
+        return None
+
+    def visit_Expr(self, node):
+        call = node.value
+        if isinstance(call, ast.Call):
+            func = call.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name.startswith("assert_"):
+                return None
+        return node
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for field in ("body", "orelse"):
+            if isinstance(getattr(node, field, None), list) and not getattr(node, field) and field == "body":
+                setattr(node, field, [ast.Pass()])
+        return node
+
+
+def answer_from(solution: str) -> str:
+    """The solution as a student would hand it in: the same code without the book's asserts."""
+    return ast.unparse(_DropAsserts().visit(ast.parse(solution)))
+
+
+def _chapters_with_checks():
+    for path in NOTEBOOKS:
+        marks = [pytest.mark.xfail(reason="check cells not written yet", strict=False)] if path.name in PENDING else []
+        yield pytest.param(path, marks=marks, id=path.name)
+
+
+@pytest.mark.parametrize("path", list(_chapters_with_checks()))
+def test_every_exercise_has_a_stub_and_a_check(path):
+    nb = nbformat.read(path, as_version=4)
+    labels = _labels(nb)
+    checks = {c.id.removeprefix("check-") for c in nb.cells if "exercise-check" in c.metadata.get("tags", [])}
+    assert set(labels) <= checks, f"exercises without a check cell: {sorted(set(labels) - checks)}"
+    student, _ = make_student.studentize(nb)
+    stubs = [c.source for c in student.cells if c.id.startswith("stub-")]
+    assert all("= ..." in s for s in stubs), "every answer cell names what the check reads, set to ..."
+    assert path.name in WRONG and len(WRONG[path.name]) >= 2, "at least two typical wrong answers per chapter"
+
+
+def _run(client, cell) -> list:
+    client.execute_cell(cell, 0)
+    return cell.outputs
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name not in PENDING], ids=lambda p: p.name)
+def test_right_answers_pass_and_wrong_ones_are_reported(path):
+    original = nbformat.read(path, as_version=4)
+    solutions = _solution_sources(original)
+    student, _ = make_student.studentize(original)
+    for cell in student.cells:  # fill every answer cell with the solution, its asserts removed
+        if cell.cell_type == "code" and cell.id.startswith("stub-"):
+            label = re.search(r"\((ch\w+-ex\w+)\)", cell.source)[1]
+            cell.source = answer_from(solutions[label])
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    os.environ.setdefault("AIAYN_THREADS", "2")
+    client = NotebookClient(
+        student,
+        timeout=900,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(ROOT / "notebooks")}},
+    )
+    with client.setup_kernel():
+        verdicts = {}
+        for i, cell in enumerate(student.cells):
+            if cell.cell_type != "code":
+                continue
+            client.execute_cell(cell, i)
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            assert not errors, f"{path.name}: {cell.id} fails with the solution filled in: {errors[0].evalue}"
+            if cell.id.startswith("check-"):
+                verdicts[cell.id.removeprefix("check-")] = "".join(o.get("text", "") for o in cell.outputs)
+        for label in _labels(original):
+            assert f"✓ {exercise_name(label)}: right." in verdicts[label], f"{label}: {verdicts[label]!r}"
+
+        for label, changes in WRONG[path.name]:
+            wrong = solutions[label]
+            for old, new in changes:
+                assert old in wrong, f"{label}: {old!r} is not in the solution any more"
+                wrong = wrong.replace(old, new)
+            answer = nbformat.v4.new_code_cell(answer_from(wrong))
+            checker = nbformat.v4.new_code_cell(next(c.source for c in student.cells if c.id == f"check-{label}"))
+            outputs = _run(client, answer) + _run(client, checker)
+            errors = [o for o in outputs if o.output_type == "error"]
+            assert errors, f"{label}: the wrong answer {changes} passed its check"
+            assert errors[-1].ename == "WrongAnswer", f"{label} {changes}: {errors[-1].ename}: {errors[-1].evalue}"
+            assert f"✗ {exercise_name(label)}: not right" in errors[-1].evalue
