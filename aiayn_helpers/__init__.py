@@ -2,6 +2,33 @@
 "Attention Is All You Need, from first principles".
 
 Mask convention: boolean, True = may attend.
+
+The model, one concept per module in the paper's order: ``attention.py`` (section 3.2),
+``positional.py`` (3.5), ``layers.py`` (3.1 and 3.3), ``model.py`` (figure 1). Around it,
+the path of one German sentence, "Ein Mann fährt Fahrrad.", from
+``python -m aiayn_helpers.train --preset multi30k --out runs/m --eval-bleu`` to a BLEU
+score, one file at a time:
+
+1. ``train.py``: ``main()`` reads the flags and runs the steps below, top to bottom.
+2. ``config.py``: the preset and the flags become one ``Config``, every setting of the run.
+3. ``data.py``: ``load_multi30k`` reads the sentence and its English reference,
+   ``train_bpe`` learns one vocabulary for both languages, ``encode_pairs`` turns the
+   pair into ids (source ``... <eos>``, target ``<bos> ... <eos>``) and ``length_batches``
+   puts it in a batch of sentences of similar length.
+4. ``training.py``: ``make_batch`` pads that batch into ``src``, ``tgt_in`` and ``tgt_out``;
+   ``train_step`` runs the model on it (``Transformer.forward``), takes the label-smoothed
+   loss, backpropagates, and lets Adam and the warmup schedule update the weights.
+5. ``checkpoint.py``: after every epoch ``save_checkpoint`` writes ``last.pt`` (weights,
+   Adam, the schedule, the ``TrainState``, the RNG states, the tokenizer and the
+   ``Config``); ``--resume`` continues from it with ``resume``.
+6. ``decoding.py``: after training, ``beam_search`` encodes the sentence once
+   (``Transformer.encode``: the memory and the source mask) and grows four hypotheses
+   a token at a time (``Transformer.next_token_logits``), ranked with a length penalty.
+7. ``translate.py``: ``translate`` turned the sentence into those source ids and turns
+   the best hypothesis back into English text; ``translate_and_score`` scores all of
+   test2016 against the references with sacreBLEU, and ``train.py`` writes the score
+   to ``metrics.json``. ``python -m aiayn_helpers.evaluate`` repeats 6 and 7 for a
+   finished run, from ``last.pt`` or the average of its last epochs.
 """
 
 from .attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention

@@ -10,10 +10,27 @@ from __future__ import annotations
 import torch
 
 
-def check_positive_int(name: str, value: object) -> None:
-    """Raise unless ``value`` is a positive ``int`` (bools are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+def is_int(value: object) -> bool:
+    """True for an ``int`` that is not a ``bool`` (``True`` is an ``int`` in Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_positive_int(name: str, value: object, note: str = "") -> None:
+    """Raise unless ``value`` is a positive ``int`` (bools are rejected); ``note`` is added to the message."""
+    if not is_int(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive int{f' ({note})' if note else ''}, got {value!r}")
+
+
+def check_int_in_range(name: str, value: object, low: int, high: int) -> None:
+    """Raise unless ``value`` is an ``int`` in ``[low, high)`` (bools are rejected)."""
+    if not is_int(value) or not low <= value < high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}), got {value!r}")
+
+
+def check_non_negative_number(name: str, value: object) -> None:
+    """Raise unless ``value`` is an ``int`` or ``float`` >= 0 (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{name} must be a float >= 0, got {value!r}")
 
 
 def check_tensor(name: str, x: object, *, min_dim: int | None = None, dim: int | None = None) -> None:
@@ -32,7 +49,11 @@ def check_floating(name: str, x: torch.Tensor) -> None:
 
 
 def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
-    """Raise unless ``tokens`` is a ``(batch, seq_len)`` integer tensor of ids in ``[0, vocab_size)``."""
+    """Raise unless ``tokens`` is a ``(batch, seq_len)`` integer tensor of ids in ``[0, vocab_size)``.
+
+    The range check reads the smallest and largest id back from the device (one
+    synchronisation): call it once where ids enter, never inside a decoding loop.
+    """
     check_tensor(name, tokens, dim=2)
     assert isinstance(tokens, torch.Tensor)
     if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):

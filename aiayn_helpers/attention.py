@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_floating, check_mask, check_positive_int, check_tensor
+from ._checks import check_floating, check_mask, check_positive_int, check_tensor, is_int
 
 
 def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -34,7 +34,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     check_tensor("tokens", tokens, dim=2)
     if tokens.is_floating_point() or tokens.dtype == torch.bool:
         raise ValueError(f"tokens must hold integer ids, got dtype {tokens.dtype}")
-    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
+    if not is_int(pad_id):
         raise ValueError(f"pad_id must be an int, got {pad_id!r}")
     return (tokens != pad_id)[:, None, None, :]
 

@@ -15,9 +15,12 @@ Conventions shared by every function here:
 * The next-token distribution never proposes ``<pad>`` or ``<bos>``: their logits are
   set to ``-inf`` before the log-softmax (neither is ever a correct output).
 * The model is put in eval mode (no dropout) and run under ``torch.no_grad()``; its
-  previous mode is restored afterwards. The source is encoded once; the decoder is
-  re-run on the whole prefix at each step (no key/value cache: simple, and fast
-  enough for the book's models).
+  previous mode is restored afterwards.
+* The inputs are checked once, on entry. The source is encoded once,
+  ``memory, src_mask = model.encode(src)``; then every step calls
+  ``model.next_token_logits(prefix, memory, src_mask)``, which re-runs the decoder
+  on the whole prefix (no key/value cache: simple, and fast enough for the book's
+  models) and checks nothing, so a step never waits for the device.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_token_ids
+from ._checks import check_int_in_range, check_non_negative_number, check_positive_int, check_token_ids
+from .data import BOS_ID, EOS_ID
 
 __all__ = ["greedy_decode", "beam_search", "length_penalty_gnmt", "score_hypotheses"]
 
@@ -44,21 +48,20 @@ def length_penalty_gnmt(length: torch.Tensor | int, alpha: float) -> torch.Tenso
     return ((5.0 + length) / 6.0) ** alpha
 
 
-# -- input checks ----------------------------------------------------------------
-def _check_model(model: object) -> None:
-    for attr in ("encode", "decode", "pad_id", "tgt_vocab_size", "src_vocab_size"):
+# -- input checks (once per call, never per step) -------------------------------------
+def _check_inputs(model: object, src: object, bos_id: int, eos_id: int) -> None:
+    for attr in ("encode", "next_token_logits", "pad_id", "tgt_vocab_size", "src_vocab_size"):
         if not hasattr(model, attr):
             raise ValueError(
                 f"model must be an encoder-decoder like aiayn_helpers.Transformer with .{attr}, "
                 f"got {type(model).__name__}"
             )
-
-
-def _check_special_ids(model: nn.Module, bos_id: int, eos_id: int) -> None:
-    vocab = model.tgt_vocab_size
+    check_token_ids("src", src, model.src_vocab_size)
+    assert isinstance(src, torch.Tensor)
+    if src.shape[0] == 0:
+        raise ValueError(f"src must hold at least one sentence, got shape {tuple(src.shape)}")
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab:
-            raise ValueError(f"{name} must be an int in [0, {vocab}), got {value!r}")
+        check_int_in_range(name, value, 0, model.tgt_vocab_size)
         if value == model.pad_id:
             raise ValueError(f"{name}={value} equals the model's pad_id; special ids must differ")
     if bos_id == eos_id:
@@ -71,13 +74,6 @@ def _limits(model: nn.Module, src: torch.Tensor, max_len: int | None) -> torch.T
         return (src != model.pad_id).sum(dim=1).clamp(min=1) + 50
     check_positive_int("max_len", max_len)
     return torch.full((src.shape[0],), max_len, dtype=torch.long, device=src.device)
-
-
-def _check_src(model: nn.Module, src: object) -> None:
-    check_token_ids("src", src, model.src_vocab_size)
-    assert isinstance(src, torch.Tensor)
-    if src.shape[0] == 0:
-        raise ValueError(f"src must hold at least one sentence, got shape {tuple(src.shape)}")
 
 
 def _next_log_probs(logits: torch.Tensor, pad_id: int, bos_id: int) -> torch.Tensor:
@@ -110,13 +106,13 @@ def greedy_decode(
     model: nn.Module,
     src: torch.Tensor,
     max_len: int | None = None,
-    bos_id: int = 1,
-    eos_id: int = 2,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
 ) -> list[list[int]]:
     """Pick the most probable next token at every step, for a whole batch at once.
 
     Args:
-        model: an :class:`aiayn_helpers.Transformer` (anything with ``encode``/``decode``).
+        model: an :class:`aiayn_helpers.Transformer` (``encode`` and ``next_token_logits``).
         src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
         max_len: most tokens generated per sentence (``<eos>`` included); ``None``:
             source length + 50.
@@ -124,17 +120,15 @@ def greedy_decode(
     Returns:
         ``batch`` lists of ids, without ``<bos>`` and ``<eos>``.
     """
-    _check_model(model)
-    _check_src(model, src)
-    _check_special_ids(model, bos_id, eos_id)
+    _check_inputs(model, src, bos_id, eos_id)
     limits = _limits(model, src, max_len)
     batch = src.shape[0]
     with _EvalMode(model):
-        memory = model.encode(src)  # (batch, S, d_model), computed once
+        memory, src_mask = model.encode(src)  # (batch, S, d_model) and (batch, 1, 1, S), computed once
         ys = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         for step in range(1, int(limits.max()) + 1):
-            logits = model.decode(ys, memory, src)[:, -1]  # (batch, V): only the last position matters
+            logits = model.next_token_logits(ys, memory, src_mask)  # (batch, V)
             next_token = _next_log_probs(logits, model.pad_id, bos_id).argmax(dim=-1)
             next_token = next_token.masked_fill(finished, model.pad_id)  # finished rows get padding
             ys = torch.cat([ys, next_token[:, None]], dim=1)
@@ -158,8 +152,8 @@ def beam_search(
     src: torch.Tensor,
     beam_size: int = 4,
     max_len: int | None = None,
-    bos_id: int = 1,
-    eos_id: int = 2,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
     length_penalty: float = 0.6,
     *,
     return_scores: bool = False,
@@ -197,83 +191,15 @@ def beam_search(
         ``batch`` lists of ids without ``<bos>``/``<eos>``, and with ``return_scores``
         also a list of ``batch`` floats.
     """
-    _check_model(model)
-    _check_src(model, src)
-    _check_special_ids(model, bos_id, eos_id)
+    _check_inputs(model, src, bos_id, eos_id)
     check_positive_int("beam_size", beam_size)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) or length_penalty < 0:
-        raise ValueError(f"length_penalty must be a float >= 0, got {length_penalty!r}")
+    check_non_negative_number("length_penalty", length_penalty)
     vocab = model.tgt_vocab_size
     if vocab - 3 < beam_size:  # <pad>, <bos> and <eos> never continue a beam
         raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
     limits = _limits(model, src, max_len).tolist()
-    batch, k = src.shape[0], beam_size
-    device = src.device
-
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
     with _EvalMode(model):
-        memory = model.encode(src)  # encode once ...
-        # ... then treat (sentence, beam) pairs as one batch of size n_active * k.
-        active = list(range(batch))  # sentences still being decoded
-        mem = memory.repeat_interleave(k, dim=0)  # (batch * k, S, d_model)
-        src_k = src.repeat_interleave(k, dim=0)
-        seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
-        # Only beam 0 is real at the start, so that the k beams do not all pick the same tokens.
-        scores = torch.full((batch, k), float("-inf"), dtype=torch.float64, device=device)
-        scores[:, 0] = 0.0
-        step = 0
-        while active:
-            step += 1
-            n = len(active)
-            logits = model.decode(seqs, mem, src_k)[:, -1]  # (n * k, V)
-            logp = _next_log_probs(logits.double(), model.pad_id, bos_id).view(n, k, vocab)
-            cand = (scores[:, :, None] + logp).view(n, k * vocab)  # (n, k * V)
-            top_scores, top_idx = cand.topk(2 * k, dim=1)  # (n, 2k), sorted best first
-            top_beam, top_tok = top_idx // vocab, top_idx % vocab
-            is_eos = top_tok == eos_id
-
-            # 1) finished hypotheses: <eos> candidates ranked within the best k
-            penalty = float(length_penalty_gnmt(step, length_penalty))
-            # (the bookkeeping runs on Python lists: one device-to-host copy per step, not per hypothesis)
-            eos_at = torch.nonzero(is_eos[:, :k]).tolist()
-            if eos_at:
-                top_scores_l, top_beam_l, seqs_l = top_scores.tolist(), top_beam.tolist(), seqs[:, 1:].tolist()
-                for i, j in eos_at:
-                    if top_scores_l[i][j] > float("-inf"):
-                        prefix = seqs_l[i * k + top_beam_l[i][j]]
-                        _add_finished(finished[active[i]], top_scores_l[i][j] / penalty, prefix, k)
-
-            # 2) the new beams: the best k candidates that do not end in <eos>
-            # (at most k of the 2k candidates end in <eos>, one per beam, so k remain)
-            order = torch.sort((is_eos.long()), dim=1, stable=True).indices[:, :k]  # non-eos first, by rank
-            new_scores = top_scores.gather(1, order)
-            new_beam = top_beam.gather(1, order)
-            new_tok = top_tok.gather(1, order)
-            parent = (torch.arange(n, device=device)[:, None] * k + new_beam).view(-1)
-            seqs = torch.cat([seqs[parent], new_tok.view(-1, 1)], dim=1)
-            scores = new_scores
-
-            # 3) which sentences are done: no open beam can beat the k finished ones, or out of budget
-            keep = []
-            scores_l = scores.tolist()
-            seqs_l = None
-            for i, b in enumerate(active):
-                if step >= limits[b]:  # finish the open beams as they are (cut off, no <eos>)
-                    seqs_l = seqs[:, 1:].tolist() if seqs_l is None else seqs_l
-                    for j in range(k):
-                        if scores_l[i][j] > float("-inf"):
-                            _add_finished(finished[b], scores_l[i][j] / penalty, seqs_l[i * k + j], k)
-                    continue
-                if len(finished[b]) >= k and scores_l[i][0] / penalty <= finished[b][-1][0]:
-                    continue
-                keep.append(i)
-            if len(keep) < n:  # drop finished sentences from the batch
-                idx = torch.tensor(keep, dtype=torch.long, device=device)
-                rows_k = (idx[:, None] * k + torch.arange(k, device=device)).view(-1)
-                active = [active[i] for i in keep]
-                mem, src_k, seqs = mem[rows_k], src_k[rows_k], seqs[rows_k]
-                scores = scores[idx]
-
+        finished = _beam_search(model, src, beam_size, limits, bos_id, eos_id, length_penalty)
     best = [hyps[0] for hyps in finished]  # kept sorted, best first; the earlier of equal scores
     out = [hyp for _, hyp in best]
     if return_scores:
@@ -281,7 +207,109 @@ def beam_search(
     return out
 
 
-def _add_finished(hyps: list[tuple[float, list[int]]], score: float, ids: list[int], k: int) -> None:
+Finished = list[tuple[float, list[int]]]  # one sentence's finished hypotheses, (score, ids), best first
+
+
+def _beam_search(
+    model: nn.Module, src: torch.Tensor, k: int, limits: list[int], bos_id: int, eos_id: int, alpha: float
+) -> list[Finished]:
+    """The search itself, on checked inputs; returns each sentence's finished hypotheses."""
+    batch, vocab, device = src.shape[0], model.tgt_vocab_size, src.device
+    finished: list[Finished] = [[] for _ in range(batch)]
+    memory, src_mask = model.encode(src)  # encode once ...
+    # ... then treat (sentence, beam) pairs as one batch of n_active * k rows.
+    active = list(range(batch))  # sentences still being decoded
+    memory, src_mask = memory.repeat_interleave(k, dim=0), src_mask.repeat_interleave(k, dim=0)
+    seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
+    # Only beam 0 is real at the start, so that the k beams do not all pick the same tokens.
+    scores = torch.full((batch, k), float("-inf"), dtype=torch.float64, device=device)
+    scores[:, 0] = 0.0
+    step = 0
+    while active:
+        step += 1
+        n = len(active)
+        logits = model.next_token_logits(seqs, memory, src_mask)  # (n * k, V)
+        logp = _next_log_probs(logits.double(), model.pad_id, bos_id).view(n, k, vocab)
+        cand = (scores[:, :, None] + logp).view(n, k * vocab)  # (n, k * V)
+        top_scores, top_idx = cand.topk(2 * k, dim=1)  # (n, 2k), sorted best first
+        top_beam, top_tok = top_idx // vocab, top_idx % vocab
+        is_eos = top_tok == eos_id
+        penalty = float(length_penalty_gnmt(step, alpha))
+
+        # 1) finished hypotheses: <eos> candidates ranked within the best k
+        _finish_eos_candidates(finished, active, seqs, top_scores, top_beam, is_eos, penalty, k)
+
+        # 2) the new beams: the best k candidates that do not end in <eos>
+        # (at most k of the 2k candidates end in <eos>, one per beam, so k remain)
+        order = torch.sort(is_eos.long(), dim=1, stable=True).indices[:, :k]  # non-eos first, by rank
+        scores = top_scores.gather(1, order)
+        parent = (torch.arange(n, device=device)[:, None] * k + top_beam.gather(1, order)).view(-1)  # (n * k,)
+        seqs = torch.cat([seqs[parent], top_tok.gather(1, order).view(-1, 1)], dim=1)  # each row extends its parent
+
+        # 3) drop the sentences that are done from the batch
+        keep = _open_sentences(finished, active, seqs, scores, limits, step, penalty, k)
+        if len(keep) < n:  # every per-row input of the decoder follows: memory, src_mask, seqs
+            idx = torch.tensor(keep, dtype=torch.long, device=device)
+            rows = (idx[:, None] * k + torch.arange(k, device=device)).view(-1)
+            active = [active[i] for i in keep]
+            memory, src_mask, seqs, scores = memory[rows], src_mask[rows], seqs[rows], scores[idx]
+    return finished
+
+
+def _finish_eos_candidates(
+    finished: list[Finished],
+    active: list[int],
+    seqs: torch.Tensor,
+    top_scores: torch.Tensor,
+    top_beam: torch.Tensor,
+    is_eos: torch.Tensor,
+    penalty: float,
+    k: int,
+) -> None:
+    """Add the ``<eos>`` extensions ranked within the best ``k`` to their sentence's finished list."""
+    # (the bookkeeping runs on Python lists: one device-to-host copy per step, not per hypothesis)
+    eos_at = torch.nonzero(is_eos[:, :k]).tolist()
+    if not eos_at:
+        return
+    top_scores_l, top_beam_l, seqs_l = top_scores.tolist(), top_beam.tolist(), seqs[:, 1:].tolist()
+    for i, j in eos_at:
+        if top_scores_l[i][j] > float("-inf"):
+            prefix = seqs_l[i * k + top_beam_l[i][j]]
+            _add_finished(finished[active[i]], top_scores_l[i][j] / penalty, prefix, k)
+
+
+def _open_sentences(
+    finished: list[Finished],
+    active: list[int],
+    seqs: torch.Tensor,
+    scores: torch.Tensor,
+    limits: list[int],
+    step: int,
+    penalty: float,
+    k: int,
+) -> list[int]:
+    """Positions in ``active`` of the sentences still open after ``step``.
+
+    A sentence is done when no open beam can beat its ``k`` finished hypotheses, or when
+    it is out of budget: its open beams are then finished as they are (cut off, no ``<eos>``).
+    """
+    keep = []
+    scores_l = scores.tolist()
+    seqs_l = None
+    for i, b in enumerate(active):
+        if step >= limits[b]:
+            seqs_l = seqs[:, 1:].tolist() if seqs_l is None else seqs_l
+            for j in range(k):
+                if scores_l[i][j] > float("-inf"):
+                    _add_finished(finished[b], scores_l[i][j] / penalty, seqs_l[i * k + j], k)
+            continue
+        if len(finished[b]) >= k and scores_l[i][0] / penalty <= finished[b][-1][0]:
+            continue
+        keep.append(i)
+    return keep
+
+
+def _add_finished(hyps: Finished, score: float, ids: list[int], k: int) -> None:
     """Insert ``(score, ids)`` into ``hyps``, kept sorted best first and at most ``k`` long."""
     if len(hyps) == k and score <= hyps[-1][0]:
         return
@@ -297,8 +325,8 @@ def score_hypotheses(
     hypotheses: Sequence[Sequence[int]],
     length_penalty: float = 0.6,
     max_len: int | None = None,
-    bos_id: int = 1,
-    eos_id: int = 2,
+    bos_id: int = BOS_ID,
+    eos_id: int = EOS_ID,
 ) -> list[float]:
     """The score beam search ranks by, ``log P(Y | X) / lp(|Y|)``, for given hypotheses.
 
@@ -308,9 +336,7 @@ def score_hypotheses(
     exactly the limit's length is scored as it is. Useful to compare greedy and beam
     outputs under the same objective.
     """
-    _check_model(model)
-    _check_src(model, src)
-    _check_special_ids(model, bos_id, eos_id)
+    _check_inputs(model, src, bos_id, eos_id)
     if len(hypotheses) != src.shape[0]:
         raise ValueError(f"need one hypothesis per source sentence: {src.shape[0]} sentences, {len(hypotheses)} given")
     limits = _limits(model, src, max_len).tolist()

@@ -2,10 +2,13 @@
 
 Post-norm as in the paper: ``x = LayerNorm(x + Dropout(Sublayer(x)))``.
 Pre-norm (``norm_first=True``), the modern default: ``x = x + Dropout(Sublayer(LayerNorm(x)))``.
+Both are :func:`residual`, used by every sublayer of both layers.
 Attribute names follow ``torch.nn.TransformerEncoderLayer`` so weights are easy to compare.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -30,6 +33,23 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(self.dropout(torch.relu(self.linear1(x))))
+
+
+def residual(
+    x: torch.Tensor,
+    sublayer: Callable[[torch.Tensor], torch.Tensor],
+    norm: nn.Module,
+    dropout: nn.Module,
+    norm_first: bool,
+) -> torch.Tensor:
+    """One residual connection around a sublayer (sections 3.1 and 5.4), ``(batch, seq_len, d_model)`` in and out.
+
+    Post-norm (the paper): ``norm(x + dropout(sublayer(x)))``.
+    Pre-norm (``norm_first=True``): ``x + dropout(sublayer(norm(x)))``.
+    """
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
 
 
 class EncoderLayer(nn.Module):
@@ -58,15 +78,9 @@ class EncoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def _sa(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-        return self.dropout1(self.self_attn(x, x, x, mask))
-
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        if self.norm_first:
-            x = x + self._sa(self.norm1(x), mask)
-            return x + self.dropout2(self.ff(self.norm2(x)))
-        x = self.norm1(x + self._sa(x, mask))
-        return self.norm2(x + self.dropout2(self.ff(x)))
+        x = residual(x, lambda h: self.self_attn(h, h, h, mask), self.norm1, self.dropout1, self.norm_first)
+        return residual(x, self.ff, self.norm2, self.dropout2, self.norm_first)
 
 
 class DecoderLayer(nn.Module):
@@ -107,29 +121,21 @@ class DecoderLayer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        def sa(h: torch.Tensor) -> torch.Tensor:
-            return self.dropout1(self.self_attn(h, h, h, tgt_mask))
-
-        def ca(h: torch.Tensor) -> torch.Tensor:
-            return self.dropout2(self.cross_attn(h, memory, memory, memory_mask))
-
-        def ff(h: torch.Tensor) -> torch.Tensor:
-            return self.dropout3(self.ff(h))
-
-        if self.norm_first:
-            x = x + sa(self.norm1(x))
-            x = x + ca(self.norm2(x))
-            return x + ff(self.norm3(x))
-        x = self.norm1(x + sa(x))
-        x = self.norm2(x + ca(x))
-        return self.norm3(x + ff(x))
+        x = residual(x, lambda h: self.self_attn(h, h, h, tgt_mask), self.norm1, self.dropout1, self.norm_first)
+        x = residual(
+            x, lambda h: self.cross_attn(h, memory, memory, memory_mask), self.norm2, self.dropout2, self.norm_first
+        )
+        return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first)
 
 
-class Encoder(nn.Module):
-    """A stack of ``num_layers`` independent :class:`EncoderLayer` s (N = 6 in the paper).
+class _LayerStack(nn.Module):
+    """``num_layers`` independent copies of ``layer_type`` and, for pre-norm, a final LayerNorm.
 
-    With ``final_norm=True`` (the default for pre-norm) a LayerNorm follows the last layer.
+    The shared ``__init__`` of :class:`Encoder` and :class:`Decoder`: they differ only in
+    the layer they stack and in what ``forward`` passes to it.
     """
+
+    layer_type: type[nn.Module]
 
     def __init__(
         self,
@@ -146,11 +152,20 @@ class Encoder(nn.Module):
         super().__init__()
         check_positive_int("num_layers", num_layers)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused)
+            self.layer_type(d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused)
             for _ in range(num_layers)
         )
         final_norm = norm_first if final_norm is None else final_norm
         self.norm = nn.LayerNorm(d_model) if final_norm else nn.Identity()
+
+
+class Encoder(_LayerStack):
+    """A stack of ``num_layers`` independent :class:`EncoderLayer` s (N = 6 in the paper).
+
+    With ``final_norm=True`` (the default for pre-norm) a LayerNorm follows the last layer.
+    """
+
+    layer_type = EncoderLayer
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x``: ``(batch, S, d_model)`` -> ``(batch, S, d_model)``."""
@@ -159,29 +174,10 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
-class Decoder(nn.Module):
-    """A stack of ``num_layers`` independent :class:`DecoderLayer` s."""
+class Decoder(_LayerStack):
+    """A stack of ``num_layers`` independent :class:`DecoderLayer` s (N = 6 in the paper)."""
 
-    def __init__(
-        self,
-        num_layers: int,
-        d_model: int,
-        num_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        *,
-        norm_first: bool = False,
-        final_norm: bool | None = None,
-        fused: bool = False,
-    ):
-        super().__init__()
-        check_positive_int("num_layers", num_layers)
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused)
-            for _ in range(num_layers)
-        )
-        final_norm = norm_first if final_norm is None else final_norm
-        self.norm = nn.LayerNorm(d_model) if final_norm else nn.Identity()
+    layer_type = DecoderLayer
 
     def forward(
         self,

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_token_ids
+from ._checks import check_int_in_range, check_positive_int, check_tensor, check_token_ids
 from .attention import MultiHeadAttention, causal_mask, padding_mask
 from .layers import Decoder, Encoder
 from .positional import PositionalEncoding
@@ -52,12 +52,7 @@ class Transformer(nn.Module):
                 "share_embeddings=True needs one shared vocabulary, got "
                 f"src_vocab_size={src_vocab_size} and tgt_vocab_size={tgt_vocab_size}"
             )
-        if (
-            isinstance(pad_id, bool)
-            or not isinstance(pad_id, int)
-            or not (0 <= pad_id < min(src_vocab_size, tgt_vocab_size))
-        ):
-            raise ValueError(f"pad_id must be an int in [0, {min(src_vocab_size, tgt_vocab_size)}), got {pad_id!r}")
+        check_int_in_range("pad_id", pad_id, 0, min(src_vocab_size, tgt_vocab_size))
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
         self.d_model = d_model
@@ -86,38 +81,75 @@ class Transformer(nn.Module):
                 else:
                     nn.init.xavier_uniform_(p)
 
-    # -- the three entry points -------------------------------------------------
-    def encode(self, src: torch.Tensor) -> torch.Tensor:
-        """``src`` ``(batch, S)`` ids -> memory ``(batch, S, d_model)``."""
-        check_token_ids("src", src, self.src_vocab_size)
-        x = self.positional(self.src_embed(src) * math.sqrt(self.d_model))
-        return self.encoder(x, padding_mask(src, self.pad_id))
+    # -- the entry points ---------------------------------------------------------
+    # encode and decode check the token ids they are given (a host synchronisation);
+    # next_token_logits, the step of a decoding loop, checks nothing: the loop built its input.
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Everything decoding needs from the source ``src`` ``(batch, S)`` ids.
 
-    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        Returns ``(memory, src_mask)``: the encoder output ``(batch, S, d_model)`` and the
+        source padding mask ``(batch, 1, 1, S)`` (True = a real token) that the
+        cross-attention applies to it.
+        """
+        check_token_ids("src", src, self.src_vocab_size)
+        src_mask = padding_mask(src, self.pad_id)
+        x = self.positional(self.src_embed(src) * math.sqrt(self.d_model))
+        return self.encoder(x, src_mask), src_mask
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """Logits ``(batch, T, tgt_vocab_size)`` for decoder input ``tgt`` ``(batch, T)``.
 
-        ``memory`` is :meth:`encode` of ``src``; ``src`` is needed for its padding mask.
+        ``memory`` ``(batch, S, d_model)`` and ``src_mask`` ``(batch, 1, 1, S)`` are what
+        :meth:`encode` returns.
         """
         check_token_ids("tgt", tgt, self.tgt_vocab_size)
-        check_token_ids("src", src, self.src_vocab_size)
-        if memory.dim() != 3 or memory.shape[:2] != src.shape or memory.shape[-1] != self.d_model:
-            raise ValueError(
-                f"memory must have shape (batch, S, d_model) = {(*src.shape, self.d_model)}, got {tuple(memory.shape)}"
-            )
-        if tgt.shape[0] != src.shape[0]:
-            raise ValueError(f"src and tgt must share the batch size, got {src.shape[0]} and {tgt.shape[0]}")
-        length = tgt.shape[1]
-        tgt_mask = padding_mask(tgt, self.pad_id) & causal_mask(length, device=tgt.device)  # (B, 1, T, T)
-        y = self.positional(self.tgt_embed(tgt) * math.sqrt(self.d_model))
-        y = self.decoder(y, memory, tgt_mask, padding_mask(src, self.pad_id))
-        return self.generator(y)
+        self._check_memory(tgt, memory, src_mask)
+        return self._decode(tgt, memory, src_mask)
+
+    def next_token_logits(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """One decoding step: logits ``(batch, tgt_vocab_size)`` of the token that follows ``tgt``.
+
+        ``tgt`` ``(batch, T)`` is every token generated so far, ``<bos>`` first; the decoder
+        is re-run over the whole prefix and the last position is read. Unlike
+        :meth:`decode` nothing is checked (no host synchronisation per step): the decoding
+        loop validated the source once and built ``tgt`` itself.
+        """
+        return self._decode(tgt, memory, src_mask)[:, -1]
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """``src`` ``(batch, S)``, ``tgt`` ``(batch, T)`` -> logits ``(batch, T, tgt_vocab_size)``."""
-        return self.decode(tgt, self.encode(src), src)
+        memory, src_mask = self.encode(src)
+        check_token_ids("tgt", tgt, self.tgt_vocab_size)
+        if tgt.shape[0] != src.shape[0]:
+            raise ValueError(f"src and tgt must share the batch size, got {src.shape[0]} and {tgt.shape[0]}")
+        return self._decode(tgt, memory, src_mask)
+
+    def _decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        tgt_mask = padding_mask(tgt, self.pad_id) & causal_mask(tgt.shape[1], device=tgt.device)  # (B, 1, T, T)
+        y = self.positional(self.tgt_embed(tgt) * math.sqrt(self.d_model))
+        return self.generator(self.decoder(y, memory, tgt_mask, src_mask))
+
+    def _check_memory(self, tgt: torch.Tensor, memory: object, src_mask: object) -> None:
+        check_tensor("src_mask", src_mask, dim=4)
+        assert isinstance(src_mask, torch.Tensor)
+        batch, length = src_mask.shape[0], src_mask.shape[-1]
+        if src_mask.dtype != torch.bool or src_mask.shape[1:3] != (1, 1):
+            raise ValueError(
+                "src_mask must be the boolean (batch, 1, 1, S) padding mask that encode() returns, "
+                f"got dtype {src_mask.dtype} and shape {tuple(src_mask.shape)}"
+            )
+        check_tensor("memory", memory, dim=3)
+        assert isinstance(memory, torch.Tensor)
+        if memory.shape != (batch, length, self.d_model):
+            raise ValueError(
+                f"memory must have shape (batch, S, d_model) = {(batch, length, self.d_model)} "
+                f"(from src_mask and d_model), got {tuple(memory.shape)}"
+            )
+        if tgt.shape[0] != batch:
+            raise ValueError(f"tgt and memory must share the batch size, got {tgt.shape[0]} and {batch}")
 
     def set_fused(self, fused: bool) -> None:
-        """Switch every attention module between the explicit and the fused path."""
+        """Switch every attention module between the explicit and the fused path (chapter 3)."""
         for m in self.modules():
             if isinstance(m, MultiHeadAttention):
                 m.fused = fused

@@ -7,11 +7,14 @@
   ``lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``.
 * :func:`make_optimizer`: Adam with beta1 = 0.9, beta2 = 0.98, eps = 1e-9 and lr = 1
   (the scheduler supplies the whole learning rate).
-* :func:`train_epoch`, :func:`evaluate_loss`: the loops used by ``python -m aiayn_helpers.train``.
+* :func:`train_step`: one update (forward, loss, backward, Adam, schedule), the body of
+  ``python -m aiayn_helpers.train``'s loop; :func:`train_epoch` runs it over an epoch's
+  batches (chapter 7) and :func:`evaluate_loss` measures the held-out loss.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -20,7 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .data import PAD_ID, collate
+from ._checks import check_positive_int
+from .data import PAD_ID, collate, length_batches
 
 
 def label_smoothed_cross_entropy(
@@ -80,9 +84,9 @@ def noam_lr(step: int, d_model: int, warmup: int) -> float:
     It rises linearly for ``warmup`` steps, peaks at ``(d_model * warmup)^-0.5`` and
     then decays as ``step^-0.5``.
     """
-    for name, v in (("step", step), ("d_model", d_model), ("warmup", warmup)):
-        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise ValueError(f"{name} must be a positive int (steps count from 1), got {v!r}")
+    check_positive_int("step", step, note="steps count from 1")
+    check_positive_int("d_model", d_model)
+    check_positive_int("warmup", warmup)
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
@@ -112,8 +116,94 @@ def make_noam_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: scale * noam_lr(i + 1, d_model, warmup))
 
 
-def _unwrap(model: nn.Module) -> nn.Module:
-    return model.module if hasattr(model, "module") else model
+def _pad_id(model: nn.Module) -> int:
+    """The model's ``pad_id``, also through a ``DistributedDataParallel`` wrapper (``.module``)."""
+    return getattr(getattr(model, "module", model), "pad_id", PAD_ID)
+
+
+def make_batch(
+    pairs_ids: Sequence[tuple[Sequence[int], Sequence[int]]],
+    indices: Sequence[int],
+    device: torch.device | str,
+    pad_id: int = PAD_ID,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`~aiayn_helpers.data.collate` the pairs at ``indices`` and move them to ``device``.
+
+    Returns ``src`` ``(batch, S)``, ``tgt_in`` and ``tgt_out`` ``(batch, T)``.
+    """
+    src, tgt_in, tgt_out = collate([pairs_ids[i] for i in indices], pad_id=pad_id)
+    return src.to(device), tgt_in.to(device), tgt_out.to(device)
+
+
+def train_step(
+    model: nn.Module,
+    batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    *,
+    epsilon: float = 0.1,
+    clip_norm: float | None = None,
+) -> dict:
+    """One update: forward, label-smoothed loss, backward, (clipping,) Adam step, schedule step.
+
+    ``batch`` is ``(src, tgt_in, tgt_out)`` from :func:`make_batch`, on the model's device;
+    the model is put in training mode (dropout on). Returns ``{"loss": mean loss per
+    target token, "tokens": target tokens, "src_tokens": source tokens, "lr": the
+    learning rate of the next update}`` and raises ``FloatingPointError`` if the loss
+    is not finite.
+    """
+    src, tgt_in, tgt_out = batch
+    pad = _pad_id(model)
+    model.train()
+    loss = label_smoothed_cross_entropy(model(src, tgt_in), tgt_out, epsilon, ignore_index=pad)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip_norm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise FloatingPointError(f"the loss became {value} (learning rate {optimizer.param_groups[0]['lr']:.3g})")
+    return {
+        "loss": value,
+        "tokens": int((tgt_out != pad).sum()),
+        "src_tokens": int((src != pad).sum()),
+        "lr": optimizer.param_groups[0]["lr"],
+    }
+
+
+@dataclasses.dataclass
+class EpochStats:
+    """Running totals over the steps of one epoch, fed with :func:`train_step`'s results."""
+
+    loss_sum: float = 0.0  # loss per target token, times target tokens, summed
+    tokens: int = 0  # target tokens
+    src_tokens: int = 0
+    steps: int = 0
+    start: float = dataclasses.field(default_factory=time.perf_counter)
+
+    def add(self, info: dict) -> None:
+        self.loss_sum += info["loss"] * info["tokens"]
+        self.tokens += info["tokens"]
+        self.src_tokens += info["src_tokens"]
+        self.steps += 1
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.start
+
+    def summary(self) -> dict:
+        """``{"loss": mean loss per target token, "tokens", "src_tokens", "steps", "seconds"}``."""
+        loss = self.loss_sum / max(self.tokens, 1)
+        return {
+            "loss": loss,
+            "tokens": self.tokens,
+            "src_tokens": self.src_tokens,
+            "steps": self.steps,
+            "seconds": self.seconds,
+        }
 
 
 def train_epoch(
@@ -127,51 +217,22 @@ def train_epoch(
     clip_norm: float | None = None,
     on_step: Callable[[dict], bool | None] | None = None,
 ) -> dict:
-    """One pass over ``batches`` (lists of indices into ``pairs_ids``).
+    """One pass over ``batches`` (lists of indices into ``pairs_ids``), one :func:`train_step` each.
 
     Batches are moved to the device of the model's parameters. After every update
-    ``on_step(info)`` is called with the step's loss, token counts and learning rate;
-    if it returns True the epoch stops early.
-    Returns ``{"loss": mean loss per target token, "tokens": target tokens,
-    "src_tokens": ..., "steps": ..., "seconds": ...}``.
+    ``on_step(info)`` is called with :func:`train_step`'s result; if it returns True
+    the epoch stops early. Returns :meth:`EpochStats.summary`: ``{"loss": mean loss
+    per target token, "tokens": target tokens, "src_tokens": ..., "steps": ..., "seconds": ...}``.
     """
-    model.train()
     device = next(model.parameters()).device
-    pad = getattr(_unwrap(model), "pad_id", PAD_ID)
-    total_loss = 0.0
-    total_tgt = total_src = steps = 0
-    start = time.perf_counter()
-    for idx in batches:
-        src, tgt_in, tgt_out = (t.to(device) for t in collate([pairs_ids[i] for i in idx], pad_id=pad))
-        logits = model(src, tgt_in)
-        loss = label_smoothed_cross_entropy(logits, tgt_out, epsilon, ignore_index=pad)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_norm:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        n_tgt = int((tgt_out != pad).sum())
-        n_src = int((src != pad).sum())
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise FloatingPointError(f"the loss became {value} at step {steps + 1} of this epoch")
-        total_loss += value * n_tgt
-        total_tgt += n_tgt
-        total_src += n_src
-        steps += 1
-        if on_step is not None:
-            info = {"loss": value, "tokens": n_tgt, "src_tokens": n_src, "lr": optimizer.param_groups[0]["lr"]}
-            if on_step(info):
-                break
-    return {
-        "loss": total_loss / max(total_tgt, 1),
-        "tokens": total_tgt,
-        "src_tokens": total_src,
-        "steps": steps,
-        "seconds": time.perf_counter() - start,
-    }
+    stats = EpochStats()
+    for indices in batches:
+        batch = make_batch(pairs_ids, indices, device, _pad_id(model))
+        info = train_step(model, batch, optimizer, scheduler, epsilon=epsilon, clip_norm=clip_norm)
+        stats.add(info)
+        if on_step is not None and on_step(info):
+            break
+    return stats.summary()
 
 
 @torch.no_grad()
@@ -186,15 +247,13 @@ def evaluate_loss(
     ``epsilon=0`` (default) gives the plain cross-entropy, whose exponential is the
     perplexity; returns ``{"loss": ..., "ppl": ..., "tokens": ...}``.
     """
-    from .data import length_batches
-
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    pad = getattr(_unwrap(model), "pad_id", PAD_ID)
+    pad = _pad_id(model)
     total, count = 0.0, 0
-    for idx in length_batches(pairs_ids, max_tokens, shuffle=False):
-        src, tgt_in, tgt_out = (t.to(device) for t in collate([pairs_ids[i] for i in idx], pad_id=pad))
+    for indices in length_batches(pairs_ids, max_tokens, shuffle=False):
+        src, tgt_in, tgt_out = make_batch(pairs_ids, indices, device, pad)
         loss = label_smoothed_cross_entropy(model(src, tgt_in), tgt_out, epsilon, ignore_index=pad, reduction="sum")
         total += float(loss)
         count += int((tgt_out != pad).sum())

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from aiayn_helpers import train
+from aiayn_helpers import checkpoint, train
 from aiayn_helpers.data import MULTI30K_SHA256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def test_run_writes_checkpoint_metrics_and_translations(full_run):
     assert {"model", "optimizer", "scheduler", "step", "epoch", "rng_torch", "tokenizer", "config"} <= set(state)
     assert state["step"] == 26 and state["epoch"] == 2
     assert isinstance(state["tokenizer"], str) and json.loads(state["config"])["d_model"] == 32
-    model, tok, cfg = train.load_model(out / "last.pt")
+    model, tok, cfg = checkpoint.load_model(out / "last.pt")
     assert cfg.preset == "quick" and tok.token_to_id("<eos>") == 2 and not model.training
 
 
@@ -159,5 +159,5 @@ def test_ddp_on_two_cpu_processes_keeps_ranks_identical(tmp_path, corpus):
     assert proc.stdout.count("preset quick:") == 1  # only rank 0 prints
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and metrics["steps"] == 13 // 2  # each rank a shard of the 13 batches
-    model, _, _ = train.load_model(tmp_path / "last.pt")
-    assert train.param_digest(model) + "\n" == d0  # the checkpoint holds the synchronised weights
+    model, _, _ = checkpoint.load_model(tmp_path / "last.pt")
+    assert checkpoint.param_digest(model) + "\n" == d0  # the checkpoint holds the synchronised weights

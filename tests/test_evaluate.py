@@ -8,7 +8,7 @@ import pytest
 import torch
 from test_cli import local_multi30k, run_module
 
-from aiayn_helpers import evaluate, train
+from aiayn_helpers import checkpoint, evaluate, train
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def kept_run(tmp_path_factory):
 
 def test_keep_epochs_writes_one_loadable_file_per_epoch(kept_run):
     out, _ = kept_run
-    files = evaluate.epoch_checkpoints(out)
+    files = checkpoint.epoch_checkpoints(out)
     assert [p.name for p in files] == ["epoch001.pt", "epoch002.pt", "epoch003.pt"]
     last = torch.load(files[-1], weights_only=True)
     assert last["epoch"] == 3 and last["step"] == 39
@@ -34,8 +34,8 @@ def test_keep_epochs_writes_one_loadable_file_per_epoch(kept_run):
 
 def test_average_is_the_elementwise_mean(kept_run):
     out, _ = kept_run
-    files = evaluate.epoch_checkpoints(out)[-2:]
-    avg = evaluate.average_checkpoints(files)
+    files = checkpoint.epoch_checkpoints(out)[-2:]
+    avg = checkpoint.average_checkpoints(files)
     a, b = (torch.load(f, weights_only=True)["model"] for f in files)
     assert set(avg) == set(a)
     for k in a:
@@ -49,18 +49,18 @@ def test_average_is_the_elementwise_mean(kept_run):
 def test_average_rejects_empty_and_mismatched_inputs(kept_run, tmp_path):
     out, _ = kept_run
     with pytest.raises(ValueError, match="at least one checkpoint"):
-        evaluate.average_checkpoints([])
-    good = evaluate.epoch_checkpoints(out)[0]
+        checkpoint.average_checkpoints([])
+    good = checkpoint.epoch_checkpoints(out)[0]
     state = torch.load(good, weights_only=True)
     name = next(iter(state["model"]))
     state["model"][name] = torch.zeros(3)
     bad = tmp_path / "epoch009.pt"
     torch.save(state, bad)
     with pytest.raises(ValueError, match="does not match the first checkpoint"):
-        evaluate.average_checkpoints([good, bad])
+        checkpoint.average_checkpoints([good, bad])
     torch.save({"weights": torch.zeros(2)}, bad)
     with pytest.raises(ValueError, match="holds no 'model'"):
-        evaluate.average_checkpoints([good, bad])
+        checkpoint.average_checkpoints([good, bad])
 
 
 def test_evaluate_scores_each_length_penalty_and_writes_json(kept_run):

@@ -125,8 +125,12 @@ def test_causal_and_padding_mask_inputs():
         ah.padding_mask(torch.zeros(3, dtype=torch.long), 0)
 
 
-def test_decode_checks_memory_shape():
+def test_decode_checks_memory_shape_and_source_mask():
     m = model()
-    src = torch.tensor([[1, 2, 3]])
+    src_mask = ah.padding_mask(torch.tensor([[1, 2, 3]]), 0)
     with pytest.raises(ValueError, match="memory must have shape"):
-        m.decode(torch.tensor([[1]]), torch.zeros(1, 4, 16), src)
+        m.decode(torch.tensor([[1]]), torch.zeros(1, 4, 16), src_mask)
+    with pytest.raises(ValueError, match="src_mask must be the boolean"):
+        m.decode(torch.tensor([[1]]), torch.zeros(1, 3, 16), src_mask.long())
+    with pytest.raises(ValueError, match=r"tgt must hold ids in \[0, 30\)"):
+        m.decode(torch.tensor([[30]]), torch.zeros(1, 3, 16), src_mask)

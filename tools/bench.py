@@ -63,21 +63,20 @@ def bench_training_throughput(preset="multi30k", steps=None, warmup=3) -> None:
     source + target tokens that are not padding. ``AIAYN_BENCH_STEPS`` (default 24)
     sets the number of timed steps. Needs the corpus ($AIAYN_DATA_DIR or a download).
     """
-    import dataclasses
     import os
 
-    from aiayn_helpers import train as tr
+    from aiayn_helpers.config import PRESETS, build_model
     from aiayn_helpers.data import collate, encode_pairs, length_batches, load_multi30k, train_bpe
     from aiayn_helpers.training import label_smoothed_cross_entropy, make_noam_scheduler, make_optimizer
 
     steps = steps or int(os.environ.get("AIAYN_BENCH_STEPS", "24"))
-    cfg = tr.Config(**{**dataclasses.asdict(tr.Config()), **tr.PRESETS[preset], "preset": preset})
+    cfg = PRESETS[preset]
     pairs = load_multi30k("train")
     tok = train_bpe([s for p in pairs for s in p], cfg.vocab_size)
-    ids = encode_pairs(tok, pairs, max_len=cfg.max_len)
+    ids = encode_pairs(tok, pairs, max_len=cfg.truncate_len)
     batches = length_batches(ids, cfg.max_tokens, seed=0)[: warmup + steps]
     torch.manual_seed(0)
-    model = tr.build_model(cfg, tok.get_vocab_size()).train()
+    model = build_model(cfg, tok.get_vocab_size()).train()
     opt = make_optimizer(model)
     sched = make_noam_scheduler(opt, cfg.d_model, cfg.warmup, cfg.lr_scale)
     seconds, tokens = [], []
@@ -95,7 +94,8 @@ def bench_training_throughput(preset="multi30k", steps=None, warmup=3) -> None:
     n_params = sum(p.numel() for p in model.parameters())
     print(
         f"Training throughput, preset {preset} ({n_params / 1e6:.1f} M parameters, d_model={cfg.d_model}, "
-        f"{cfg.layers}+{cfg.layers} layers, max_tokens={cfg.max_tokens}), {torch.get_num_threads()} CPU threads, "
+        f"{cfg.num_layers}+{cfg.num_layers} layers, max_tokens={cfg.max_tokens}), "
+        f"{torch.get_num_threads()} CPU threads, "
         f"{steps} steps after {warmup} warm-up steps"
     )
     print(
