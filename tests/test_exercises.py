@@ -49,6 +49,12 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch04-ex3", [("X, Y = tab[:-1], tab[1:]", "X, Y = tab[:-1], tab[:-1]")]),  # fits the identity
         ("ch04-ex4", [("math.log(10000.0) / (half - 1)", "math.log(10000.0) / half")]),  # the paper's spacing
     ],
+    "01_history_of_attention.ipynb": [
+        ("ch01-ex1", [("torch.zeros(n_align)", "torch.ones(n_align)")]),  # not v_a = 0
+        ("ch01-ex1", [("alpha_zero = e_zero.softmax(dim=-1)", "alpha_zero = e_zero")]),  # scores, not weights
+        ("ch01-ex2", [("for m in (attentive.W_a, attentive.U_a, attentive.v_a)", "for m in (attentive.W_a,)")]),
+        ("ch01-ex4", [("weights.max(dim=-1).values.mean()", "weights.mean(dim=-1).mean()")]),  # the mean weight
+    ],
     "A_forward_pass_numpy.ipynb": [
         ("chA-ex1", [("total = sum(a.size for a in params.values())", "total = len(params)")]),  # arrays, not numbers
         ("chA-ex1", [('attn = {name.rsplit(".", 2)[0] for name', "attn = {name for name")]),  # arrays, not modules
@@ -67,7 +73,6 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
 }
 # chapters whose exercises do not have check cells yet (each is a known gap, listed in the issue)
 PENDING = {
-    "01_history_of_attention.ipynb",
     "02_scaled_dot_product_attention.ipynb",
     "03_multi_head_attention.ipynb",
     "05_encoder.ipynb",
@@ -234,7 +239,8 @@ def test_right_answers_pass_and_wrong_ones_are_reported(path):
                 continue
             client.execute_cell(cell, i)
             errors = [o for o in cell.outputs if o.output_type == "error"]
-            assert not errors, f"{path.name}: {cell.id} fails with the solution filled in: {errors[0].evalue}"
+            if "raises-exception" not in cell.metadata.get("tags", []):  # a common mistake shown failing
+                assert not errors, f"{path.name}: {cell.id} fails with the solution filled in: {errors[0].evalue}"
             if cell.id.startswith("check-"):
                 verdicts[cell.id.removeprefix("check-")] = "".join(o.get("text", "") for o in cell.outputs)
         for label in _labels(original):

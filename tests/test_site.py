@@ -282,3 +282,45 @@ def test_search_finds_the_chapter(context, server, page_path):
     assert any(urlsplit(h).path.lstrip("/").startswith(page_path) for h in hrefs), (
         f"searching {word!r} did not find {page_path}; results: {json.dumps(hrefs)[:500]}"
     )
+
+
+# ---------------------------------------------------------------------------- self-check quizzes (jupyterquiz)
+
+
+def _quiz_questions(nb) -> list[dict]:
+    """The questions of the chapter's jupyterquiz cell (tagged exercise-quiz), read from its source."""
+    import ast
+
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "exercise-quiz" in cell.metadata.get("tags", []):
+            call = next(n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call) and n.args)
+            return ast.literal_eval(call.args[0])
+    return []
+
+
+QUIZ_CHAPTERS = [
+    p for p in CHAPTERS if _notebook_for(p).exists() and _quiz_questions(nbformat.read(_notebook_for(p), as_version=4))
+]
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(QUIZ_CHAPTERS))
+def test_quiz_answers_on_the_static_site(context, server, page_path):
+    """The self-check renders as buttons; a wrong answer says why it is wrong, the right one says right."""
+    questions = _quiz_questions(nbformat.read(_notebook_for(page_path), as_version=4))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + page_path, wait_until="load")
+    page.wait_for_selector(".MCButton")
+    first = questions[0]
+    buttons = page.locator(".MCButton").filter(has_text=re.compile(".+"))
+    assert buttons.count() >= sum(len(q["answers"]) for q in questions), "every answer is a button"
+    wrong = next(a for a in first["answers"] if not a["correct"])
+    right = next(a for a in first["answers"] if a["correct"])
+    feedback = page.locator(".Feedback").first
+    page.locator(".MCButton", has_text=wrong["answer"]).first.click()
+    assert "incorrect" in feedback.get_attribute("class") and wrong["feedback"][:30] in feedback.inner_text()
+    page.locator(".MCButton", has_text=right["answer"]).first.click()
+    assert "correct" in feedback.get_attribute("class").split() and right["feedback"][:30] in feedback.inner_text()
+    page.close()
+    assert not errors, f"JavaScript errors on {page_path}: {errors}"

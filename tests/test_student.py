@@ -255,3 +255,17 @@ def test_student_notebook_runs_unanswered(edition):
     stubs = [STUB.search(c.source)["label"] for c in nb.cells if c.cell_type == "code" and STUB.search(c.source)]
     for label in stubs:
         assert f"○ {exercise_name(label)}: not answered yet" in "".join(text), f"{label}: its check said nothing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_check_cells_keep_their_code_not_the_teachers_verdict(edition, path):
+    """A check cell follows every answer cell; its saved "right" (from the solutions) is not handed out."""
+    out, _ = edition
+    student = nbformat.read(out / "notebooks" / path.name, as_version=4)
+    checks = [c for c in student.cells if "exercise-check" in c.metadata.get("tags", [])]
+    for cell in checks:
+        assert not cell.outputs and "check(" in cell.source
+    for i, cell in enumerate(student.cells):
+        if cell.id.startswith("stub-") and checks:
+            nxt = next(c for c in student.cells[i + 1 :] if c.cell_type == "code")
+            assert "exercise-check" in nxt.metadata.get("tags", []), f"{cell.id} is not followed by its check"
