@@ -34,6 +34,21 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch00-ex1", [("share_embeddings=True", "share_embeddings=False")]),  # three vocabulary matrices
         ("ch00-ex1", [("d_ff=4096", "d_ff=2048")]),  # the base model's d_ff
     ],
+    "02_scaled_dot_product_attention.ipynb": [
+        ("ch02-ex1", [("((keys @ query) / tau)", "((keys @ query) * tau)")]),  # the inverse temperature
+        ("ch02-ex2", [("predicted_variance = d_k * sigma**4", "predicted_variance = d_k * sigma**2")]),  # 256
+        ("ch02-ex3", [("math.isqrt(n_params // 8) + 1", "math.isqrt(n_params) + 1")]),  # one head
+        ("ch02-ex4", [('masked_fill(~bool_mask, float("-inf"))', 'masked_fill(bool_mask, float("-inf"))')]),
+        ("ch02-ex4", [('masked_fill(~bool_mask, float("-inf"))', "masked_fill(~bool_mask, -1.0)")]),  # not -inf
+    ],
+    "03_multi_head_attention.ipynb": [
+        ("ch03-ex1", [("t.view(B, T, h, d_k).transpose(1, 2)", "t.view(B, h, T, d_k)")]),  # split: no transpose
+        ("ch03-ex1", [("heads.transpose(1, 2).reshape(B, T, d_model)", "heads.reshape(B, T, d_model)")]),  # merge
+        ("ch03-ex2", [("ours.w_o.weight[:, idx]", "ours.w_o.weight[idx]")]),  # permutes the rows of W^O
+        ("ch03-ex2", [("order = [2, 1, 0, 3]", "order = [1, 0, 2, 3]")]),  # other heads swapped
+        ("ch03-ex3", [("key_padding_mask=~keep[:, 0, 0]", "key_padding_mask=keep[:, 0, 0]")]),  # PyTorch's convention
+        ("ch03-ex4", [("scores = q4[0, 0] @ k4[0, 0].T", "scores = x4[0] @ x4[0].T")]),  # the inputs, not a head
+    ],
     "04_positional_encoding.ipynb": [
         ("ch04-ex1", [("shift_matrix(-5, 64), shift_matrix(5, 64)", "shift_matrix(5, 64), shift_matrix(5, 64)")]),
         ("ch04-ex1", [("back_shifted = pe64[5:] @ M_back.T", "back_shifted = pe64[5:] @ M_back")]),  # no transpose
@@ -73,8 +88,6 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
 }
 # chapters whose exercises do not have check cells yet (each is a known gap, listed in the issue)
 PENDING = {
-    "02_scaled_dot_product_attention.ipynb",
-    "03_multi_head_attention.ipynb",
     "05_encoder.ipynb",
     "06_decoder.ipynb",
     "07_full_model.ipynb",
