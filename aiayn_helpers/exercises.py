@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,20 @@ _LABEL = re.compile(r"^ch(?P<chapter>[0-9]+|[A-Z])-ex(?P<number>[0-9]+)$")
 
 class WrongAnswer(AssertionError):
     """Raised by :func:`check` when an answer is wrong; the message says why."""
+
+
+_NOT_GIVEN = object()
+
+
+def _unanswered(value: Any) -> bool:
+    """``...``, or a tuple, list or dict holding a ``...``: the student has not answered yet."""
+    if value is Ellipsis:
+        return True
+    if isinstance(value, tuple | list):
+        return any(v is Ellipsis for v in value)
+    if isinstance(value, dict):
+        return any(v is Ellipsis for v in value.values())
+    return False
 
 
 def exercise_name(label: str) -> str:
@@ -143,6 +158,7 @@ def check(
     why: str = "",
     hint: str = "",
     mistakes: Mapping[str, Any] | None = None,
+    given: Any = _NOT_GIVEN,
     rtol: float = 1e-6,
     atol: float = 1e-9,
 ) -> None:
@@ -150,7 +166,9 @@ def check(
 
     Args:
         label: the exercise's label, for example ``"ch03-ex1"`` (shown as "Exercise 3.1").
-        answer: what the student computed. ``...`` (Ellipsis) means not answered yet.
+        answer: what the student computed. ``...`` (Ellipsis), or a tuple holding one, means
+            not answered yet. A function (``lambda: swapped(x, x, x)``) is called first, so a
+            check can use the student's objects; an error in it is reported as a wrong answer.
         expected: the right answer: a tensor or array (compared by shape, then values with
             ``rtol``/``atol``), a number, a bool, a string (case-insensitive), or a list,
             tuple or dict of those.
@@ -158,6 +176,8 @@ def check(
         hint: one sentence added when the answer is wrong and matches no known mistake.
         mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer equal to
             one of these values is named ("this is what you get when ...").
+        given: the student's names the answer is computed from (a value or a tuple), when
+            ``answer`` is a function: any of them still ``...`` means not answered yet.
         rtol, atol: tolerances for floating-point comparisons.
 
     Prints the verdict and returns nothing (so a notebook cell shows only the sentence).
@@ -166,9 +186,15 @@ def check(
         WrongAnswer: the answer is wrong; the message says what differs and why.
     """
     name = exercise_name(label)
-    if answer is Ellipsis:
+    if _unanswered(answer if given is _NOT_GIVEN else given):
         print(f"○ {name}: not answered yet. Replace the ... above with your answer, run that cell, then this one.")
         return
+    try:
+        answer = answer() if isinstance(answer, types.FunctionType) else answer
+    except Exception as error:
+        failure = f"{type(error).__name__}: {error}"
+        raise WrongAnswer(f"✗ {name}: not right: using your answer fails with {failure}") from error
+    expected = expected() if isinstance(expected, types.FunctionType) else expected
     reason = _difference(answer, expected, rtol, atol)
     if reason is None:
         print(f"✓ {name}: right." + (f" {why}" if why else ""))

@@ -115,6 +115,17 @@ def test_check_right_unanswered_and_wrong(capsys):
     assert isinstance(WrongAnswer("x"), AssertionError), "a wrong answer stops the notebook like an assert"
 
 
+def test_check_answers_computed_from_the_students_objects(capsys):
+    check("ch03-ex2", lambda: 1 / 0, 1.0, given=(..., 2))  # not answered: the function is never called
+    assert "not answered yet" in capsys.readouterr().out
+    check("ch03-ex2", lambda: 2.0, lambda: 2.0, given=3)
+    assert "right" in capsys.readouterr().out
+    with pytest.raises(WrongAnswer, match="using your answer fails with ZeroDivisionError: division by zero"):
+        check("ch03-ex2", lambda: 1 / 0, 1.0, given=3)
+    check("ch01-ex4", {10: ..., 25: 0.9}, {10: True, 25: True})
+    assert "not answered yet" in capsys.readouterr().out
+
+
 def test_check_tensors_say_what_differs():
     expected = torch.arange(6.0).reshape(2, 3)
     check("ch03-ex1", expected.clone().double(), expected)  # dtype does not matter, values do
@@ -258,6 +269,14 @@ def test_right_answers_pass_and_wrong_ones_are_reported(path):
                 verdicts[cell.id.removeprefix("check-")] = "".join(o.get("text", "") for o in cell.outputs)
         for label in _labels(original):
             assert f"✓ {exercise_name(label)}: right." in verdicts[label], f"{label}: {verdicts[label]!r}"
+
+        unanswered, _ = make_student.studentize(original)  # the stubs as handed out: every check runs
+        for label in _labels(original):
+            stub = next(c for c in unanswered.cells if c.id == f"stub-{label}")
+            checker = next(c for c in unanswered.cells if c.id == f"check-{label}")
+            outputs = _run(client, nbformat.from_dict(stub)) + _run(client, nbformat.from_dict(checker))
+            text = "".join(o.get("text", "") for o in outputs)
+            assert f"○ {exercise_name(label)}: not answered yet" in text, f"{label} unanswered: {outputs}"
 
         for label, changes in WRONG[path.name]:
             wrong = solutions[label]
