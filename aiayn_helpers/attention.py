@@ -184,9 +184,27 @@ class MultiHeadAttention(nn.Module):
                 mask = mask.unsqueeze(1)  # (batch, 1, T_q, T_k): same mask for every head
             mask = check_mask(mask, (batch, self.num_heads, t_q, t_k))
 
+        k, v = self.project_kv(key, value)  # (batch, heads, T_k, d_k) each
+        return self.attend(query, k, v, mask)
+
+    def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` each.
+
+        What a key/value cache stores (chapter 8): the decoder's self-attention appends one
+        position per step, its cross-attention projects the encoder output once.
+        """
+        return self._split_heads(self.w_k(key)), self._split_heads(self.w_v(value))
+
+    def attend(
+        self, query: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """``query`` ``(batch, T_q, d_model)`` attends to projected ``k``, ``v`` ``(batch, heads, T_k, d_k)``.
+
+        The second half of :meth:`forward`; the mask is used as given (already checked or
+        built by the caller). Returns ``(batch, T_q, d_model)``.
+        """
+        batch, t_q = query.shape[0], query.shape[1]
         q = self._split_heads(self.w_q(query))  # (batch, heads, T_q, d_k)
-        k = self._split_heads(self.w_k(key))  # (batch, heads, T_k, d_k)
-        v = self._split_heads(self.w_v(value))  # (batch, heads, T_k, d_k)
         p = self.dropout if self.training else 0.0
 
         if self.fused:

@@ -18,9 +18,14 @@ Conventions shared by every function here:
   previous mode is restored afterwards.
 * The inputs are checked once, on entry. The source is encoded once,
   ``memory, src_mask = model.encode(src)``; then every step calls
-  ``model.next_token_logits(prefix, memory, src_mask)``, which re-runs the decoder
-  on the whole prefix (no key/value cache: simple, and fast enough for the book's
-  models) and checks nothing, so a step never waits for the device.
+  ``model.next_token_logits(prefix, memory, src_mask, cache)``, which checks no ids,
+  so a step never waits for the device.
+* ``use_cache=True`` (the default) keeps a key/value cache (chapter 8,
+  :class:`~aiayn_helpers.layers.KVCache`): each step runs the decoder on the newest
+  token only, appending its self-attention keys and values to the cache, and the
+  cross-attention keys and values are projected from the memory once. Beam search
+  reorders the cache with its beams. ``use_cache=False`` re-runs the decoder over the
+  whole prefix at every step; both give the same tokens and scores.
 """
 
 from __future__ import annotations
@@ -68,6 +73,16 @@ def _check_inputs(model: object, src: object, bos_id: int, eos_id: int) -> None:
         raise ValueError(f"bos_id and eos_id must differ, got {bos_id} for both")
 
 
+def _check_use_cache(model: object, use_cache: object) -> None:
+    if not isinstance(use_cache, bool):
+        raise ValueError(f"use_cache must be True or False, got {use_cache!r}")
+    if use_cache and not hasattr(model, "init_cache"):
+        raise ValueError(
+            f"use_cache=True needs a model with .init_cache (like aiayn_helpers.Transformer), "
+            f"got {type(model).__name__}; pass use_cache=False"
+        )
+
+
 def _limits(model: nn.Module, src: torch.Tensor, max_len: int | None) -> torch.Tensor:
     """Per-sentence budget of generated tokens, ``(batch,)`` long."""
     if max_len is None:
@@ -108,6 +123,8 @@ def greedy_decode(
     max_len: int | None = None,
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,
+    *,
+    use_cache: bool = True,
 ) -> list[list[int]]:
     """Pick the most probable next token at every step, for a whole batch at once.
 
@@ -116,19 +133,24 @@ def greedy_decode(
         src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
         max_len: most tokens generated per sentence (``<eos>`` included); ``None``:
             source length + 50.
+        use_cache: keep a key/value cache (one decoder position per step) instead of
+            re-running the decoder over the whole prefix; same result.
 
     Returns:
         ``batch`` lists of ids, without ``<bos>`` and ``<eos>``.
     """
     _check_inputs(model, src, bos_id, eos_id)
+    _check_use_cache(model, use_cache)
     limits = _limits(model, src, max_len)
     batch = src.shape[0]
     with _EvalMode(model):
         memory, src_mask = model.encode(src)  # (batch, S, d_model) and (batch, 1, 1, S), computed once
+        cache = model.init_cache(memory, src_mask) if use_cache else None
         ys = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         for step in range(1, int(limits.max()) + 1):
-            logits = model.next_token_logits(ys, memory, src_mask)  # (batch, V)
+            # (a finished row goes on stepping on <pad>; what it generates then is discarded)
+            logits = model.next_token_logits(ys, memory, src_mask, cache)  # (batch, V)
             next_token = _next_log_probs(logits, model.pad_id, bos_id).argmax(dim=-1)
             next_token = next_token.masked_fill(finished, model.pad_id)  # finished rows get padding
             ys = torch.cat([ys, next_token[:, None]], dim=1)
@@ -157,6 +179,7 @@ def beam_search(
     length_penalty: float = 0.6,
     *,
     return_scores: bool = False,
+    use_cache: bool = True,
 ) -> list[list[int]] | tuple[list[list[int]], list[float]]:
     """Beam search with the GNMT length penalty, batched over sentences and beams.
 
@@ -186,6 +209,8 @@ def beam_search(
             source length + 50 (the paper's rule).
         length_penalty: ``alpha`` of :func:`length_penalty_gnmt` (0.6 in the paper); ``>= 0``.
         return_scores: also return each hypothesis' penalised score.
+        use_cache: keep a key/value cache, reordered with the beams, instead of re-running
+            the decoder over every prefix; same result.
 
     Returns:
         ``batch`` lists of ids without ``<bos>``/``<eos>``, and with ``return_scores``
@@ -194,12 +219,13 @@ def beam_search(
     _check_inputs(model, src, bos_id, eos_id)
     check_positive_int("beam_size", beam_size)
     check_non_negative_number("length_penalty", length_penalty)
+    _check_use_cache(model, use_cache)
     vocab = model.tgt_vocab_size
     if vocab - 3 < beam_size:  # <pad>, <bos> and <eos> never continue a beam
         raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
     limits = _limits(model, src, max_len).tolist()
     with _EvalMode(model):
-        finished = _beam_search(model, src, beam_size, limits, bos_id, eos_id, length_penalty)
+        finished = _beam_search(model, src, beam_size, limits, bos_id, eos_id, length_penalty, use_cache)
     best = [hyps[0] for hyps in finished]  # kept sorted, best first; the earlier of equal scores
     out = [hyp for _, hyp in best]
     if return_scores:
@@ -211,7 +237,14 @@ Finished = list[tuple[float, list[int]]]  # one sentence's finished hypotheses, 
 
 
 def _beam_search(
-    model: nn.Module, src: torch.Tensor, k: int, limits: list[int], bos_id: int, eos_id: int, alpha: float
+    model: nn.Module,
+    src: torch.Tensor,
+    k: int,
+    limits: list[int],
+    bos_id: int,
+    eos_id: int,
+    alpha: float,
+    use_cache: bool,
 ) -> list[Finished]:
     """The search itself, on checked inputs; returns each sentence's finished hypotheses."""
     batch, vocab, device = src.shape[0], model.tgt_vocab_size, src.device
@@ -220,6 +253,7 @@ def _beam_search(
     # ... then treat (sentence, beam) pairs as one batch of n_active * k rows.
     active = list(range(batch))  # sentences still being decoded
     memory, src_mask = memory.repeat_interleave(k, dim=0), src_mask.repeat_interleave(k, dim=0)
+    cache = model.init_cache(memory, src_mask) if use_cache else None
     seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
     # Only beam 0 is real at the start, so that the k beams do not all pick the same tokens.
     scores = torch.full((batch, k), float("-inf"), dtype=torch.float64, device=device)
@@ -228,7 +262,7 @@ def _beam_search(
     while active:
         step += 1
         n = len(active)
-        logits = model.next_token_logits(seqs, memory, src_mask)  # (n * k, V)
+        logits = model.next_token_logits(seqs, memory, src_mask, cache)  # (n * k, V)
         logp = _next_log_probs(logits.double(), model.pad_id, bos_id).view(n, k, vocab)
         cand = (scores[:, :, None] + logp).view(n, k * vocab)  # (n, k * V)
         top_scores, top_idx = cand.topk(2 * k, dim=1)  # (n, 2k), sorted best first
@@ -245,14 +279,18 @@ def _beam_search(
         scores = top_scores.gather(1, order)
         parent = (torch.arange(n, device=device)[:, None] * k + top_beam.gather(1, order)).view(-1)  # (n * k,)
         seqs = torch.cat([seqs[parent], top_tok.gather(1, order).view(-1, 1)], dim=1)  # each row extends its parent
+        if cache is not None:
+            cache = cache.index_select(parent)  # ... and inherits its parent's keys and values
 
         # 3) drop the sentences that are done from the batch
         keep = _open_sentences(finished, active, seqs, scores, limits, step, penalty, k)
-        if len(keep) < n:  # every per-row input of the decoder follows: memory, src_mask, seqs
+        if len(keep) < n:  # every per-row input of the decoder follows: memory, src_mask, seqs, cache
             idx = torch.tensor(keep, dtype=torch.long, device=device)
             rows = (idx[:, None] * k + torch.arange(k, device=device)).view(-1)
             active = [active[i] for i in keep]
             memory, src_mask, seqs, scores = memory[rows], src_mask[rows], seqs[rows], scores[idx]
+            if cache is not None:
+                cache = cache.index_select(rows)
     return finished
 
 

@@ -8,6 +8,7 @@ Attribute names follow ``torch.nn.TransformerEncoderLayer`` so weights are easy 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import torch
@@ -127,6 +128,85 @@ class DecoderLayer(nn.Module):
         )
         return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first)
 
+    def step(
+        self,
+        x: torch.Tensor,
+        past: tuple[torch.Tensor, torch.Tensor],
+        cross: tuple[torch.Tensor, torch.Tensor],
+        memory_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`forward` for one new position, with a key/value cache (chapter 8).
+
+        ``x`` ``(batch, 1, d_model)`` is the new position; ``past`` the self-attention keys
+        and values ``(batch, heads, t, d_k)`` of the ``t`` positions before it; ``cross``
+        the cross-attention keys and values ``(batch, heads, S, d_k)`` of the memory.
+        Returns the layer's output ``(batch, 1, d_model)`` and ``past`` with the new
+        position appended. No causal mask is needed: every cached position comes before.
+        """
+        grown = []
+
+        def self_attention(h: torch.Tensor) -> torch.Tensor:
+            k, v = self.self_attn.project_kv(h, h)
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+            grown.append((k, v))
+            return self.self_attn.attend(h, k, v)
+
+        x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+        x = residual(
+            x, lambda h: self.cross_attn.attend(h, *cross, memory_mask), self.norm2, self.dropout2, self.norm_first
+        )
+        return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first), grown[0]
+
+
+@dataclasses.dataclass
+class KVCache:
+    """The keys and values a decoder has computed, kept between decoding steps (chapter 8).
+
+    One entry per decoder layer, each ``(batch, heads, ., d_k)``:
+
+    * ``self_k``, ``self_v``: the masked self-attention's keys and values of the ``length``
+      positions generated so far; every step appends one position;
+    * ``cross_k``, ``cross_v``: the cross-attention's keys and values of the encoder
+      output ``(batch, heads, S, d_k)``, computed once;
+
+    and ``memory_mask`` ``(batch, 1, 1, S)``, the source padding mask. Built by
+    :meth:`aiayn_helpers.Transformer.init_cache`.
+    """
+
+    self_k: list[torch.Tensor]
+    self_v: list[torch.Tensor]
+    cross_k: list[torch.Tensor]
+    cross_v: list[torch.Tensor]
+    memory_mask: torch.Tensor
+
+    @property
+    def length(self) -> int:
+        """Positions cached so far."""
+        return self.self_k[0].shape[2]
+
+    @property
+    def batch_size(self) -> int:
+        return self.memory_mask.shape[0]
+
+    def numel_per_sequence(self) -> int:
+        """Numbers the self-attention cache holds per sequence: 2 * layers * length * d_model."""
+        return sum(t[0].numel() for t in self.self_k + self.self_v)
+
+    def memory_numel_per_sequence(self) -> int:
+        """Numbers the cross-attention cache holds per sequence: 2 * layers * S * d_model."""
+        return sum(t[0].numel() for t in self.cross_k + self.cross_v)
+
+    def index_select(self, rows: torch.Tensor) -> KVCache:
+        """The cache of the sequences ``rows`` (``(n,)`` long), in that order: beam search
+        reorders it with its beams and drops finished sentences with it."""
+
+        def pick(ts: list[torch.Tensor]) -> list[torch.Tensor]:
+            return [t.index_select(0, rows) for t in ts]
+
+        return KVCache(
+            pick(self.self_k), pick(self.self_v), pick(self.cross_k), pick(self.cross_v), self.memory_mask[rows]
+        )
+
 
 class _LayerStack(nn.Module):
     """``num_layers`` independent copies of ``layer_type`` and, for pre-norm, a final LayerNorm.
@@ -189,4 +269,19 @@ class Decoder(_LayerStack):
         """``x``: ``(batch, T, d_model)``, ``memory``: ``(batch, S, d_model)`` -> ``(batch, T, d_model)``."""
         for layer in self.layers:
             x = layer(x, memory, tgt_mask, memory_mask)
+        return self.norm(x)
+
+    def init_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor) -> KVCache:
+        """An empty :class:`KVCache` whose cross-attention keys and values are projected from ``memory``."""
+        batch = memory.shape[0]
+        cross = [layer.cross_attn.project_kv(memory, memory) for layer in self.layers]
+        empty = [memory.new_zeros(batch, a.num_heads, 0, a.d_k) for a in (layer.self_attn for layer in self.layers)]
+        return KVCache(list(empty), list(empty), [k for k, _ in cross], [v for _, v in cross], memory_mask)
+
+    def step(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """One new position ``x`` ``(batch, 1, d_model)`` -> ``(batch, 1, d_model)``, appending to ``cache``."""
+        for i, layer in enumerate(self.layers):
+            x, (cache.self_k[i], cache.self_v[i]) = layer.step(
+                x, (cache.self_k[i], cache.self_v[i]), (cache.cross_k[i], cache.cross_v[i]), cache.memory_mask
+            )
         return self.norm(x)

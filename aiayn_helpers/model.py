@@ -9,7 +9,7 @@ from torch import nn
 
 from ._checks import check_int_in_range, check_positive_int, check_tensor, check_token_ids
 from .attention import MultiHeadAttention, causal_mask, padding_mask
-from .layers import Decoder, Encoder
+from .layers import Decoder, Encoder, KVCache
 from .positional import PositionalEncoding
 
 
@@ -106,15 +106,40 @@ class Transformer(nn.Module):
         self._check_memory(tgt, memory, src_mask)
         return self._decode(tgt, memory, src_mask)
 
-    def next_token_logits(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+    def init_cache(self, memory: torch.Tensor, src_mask: torch.Tensor) -> KVCache:
+        """An empty key/value cache for decoding from ``memory, src_mask = encode(src)``.
+
+        The cross-attention keys and values of every decoder layer are projected from
+        ``memory`` here, once; the self-attention part starts empty and grows by one
+        position per :meth:`next_token_logits` call.
+        """
+        self._check_memory(None, memory, src_mask)
+        return self.decoder.init_cache(memory, src_mask)
+
+    def next_token_logits(
+        self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, cache: KVCache | None = None
+    ) -> torch.Tensor:
         """One decoding step: logits ``(batch, tgt_vocab_size)`` of the token that follows ``tgt``.
 
-        ``tgt`` ``(batch, T)`` is every token generated so far, ``<bos>`` first; the decoder
-        is re-run over the whole prefix and the last position is read. Unlike
-        :meth:`decode` nothing is checked (no host synchronisation per step): the decoding
-        loop validated the source once and built ``tgt`` itself.
+        ``tgt`` ``(batch, T)`` is every token generated so far, ``<bos>`` first. Without a
+        ``cache`` the decoder is re-run over the whole prefix and the last position is read.
+        With a ``cache`` (from :meth:`init_cache`, holding the first ``T - 1`` positions)
+        only the last token is run: its self-attention reads the cached keys and values,
+        which it extends in place, and its cross-attention the cached memory projections.
+        The two give the same logits. Unlike :meth:`decode` no token ids are checked (no
+        host synchronisation per step): the decoding loop validated the source once and
+        built ``tgt`` itself.
         """
-        return self._decode(tgt, memory, src_mask)[:, -1]
+        if cache is None:
+            return self._decode(tgt, memory, src_mask)[:, -1]
+        t = tgt.shape[1]
+        if cache.length != t - 1 or cache.batch_size != tgt.shape[0]:
+            raise ValueError(
+                f"the cache must hold the {t - 1} positions before the last of tgt {tuple(tgt.shape)} "
+                f"for {tgt.shape[0]} sequences, it holds {cache.length} positions for {cache.batch_size}"
+            )
+        y = self.positional(self.tgt_embed(tgt[:, -1:]) * math.sqrt(self.d_model), offset=t - 1)  # (batch, 1, d_model)
+        return self.generator(self.decoder.step(y, cache))[:, -1]
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         """``src`` ``(batch, S)``, ``tgt`` ``(batch, T)`` -> logits ``(batch, T, tgt_vocab_size)``."""
@@ -129,7 +154,7 @@ class Transformer(nn.Module):
         y = self.positional(self.tgt_embed(tgt) * math.sqrt(self.d_model))
         return self.generator(self.decoder(y, memory, tgt_mask, src_mask))
 
-    def _check_memory(self, tgt: torch.Tensor, memory: object, src_mask: object) -> None:
+    def _check_memory(self, tgt: torch.Tensor | None, memory: object, src_mask: object) -> None:
         check_tensor("src_mask", src_mask, dim=4)
         assert isinstance(src_mask, torch.Tensor)
         batch, length = src_mask.shape[0], src_mask.shape[-1]
@@ -145,7 +170,7 @@ class Transformer(nn.Module):
                 f"memory must have shape (batch, S, d_model) = {(batch, length, self.d_model)} "
                 f"(from src_mask and d_model), got {tuple(memory.shape)}"
             )
-        if tgt.shape[0] != batch:
+        if tgt is not None and tgt.shape[0] != batch:
             raise ValueError(f"tgt and memory must share the batch size, got {tgt.shape[0]} and {batch}")
 
     def set_fused(self, fused: bool) -> None:

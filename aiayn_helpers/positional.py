@@ -62,11 +62,15 @@ class PositionalEncoding(nn.Module):
     def max_len(self) -> int:
         return self.pe.shape[0]
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, d_model)`` -> same shape."""
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``x``: ``(batch, seq_len, d_model)`` -> same shape.
+
+        ``offset`` is the position of ``x``'s first row (a cached decoding step adds the
+        encoding of position ``t`` to a single new token).
+        """
         check_tensor("x", x, dim=3)
         check_floating("x", x)
-        length = x.shape[1]
+        length = offset + x.shape[1]
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
         if length > self.max_len:
@@ -78,5 +82,5 @@ class PositionalEncoding(nn.Module):
             self.pe = sinusoidal_encoding(length, self.d_model, self.pe.dtype).to(self.pe.device)
             self._pe64 = sinusoidal_encoding(length, self.d_model, torch.float64)
         if x.dtype == torch.float64:  # exact table for float64 work (the equivalence tests)
-            return self.dropout(x + self._pe64[:length].to(x.device))
-        return self.dropout(x + self.pe[:length].to(x.dtype))
+            return self.dropout(x + self._pe64[offset:length].to(x.device))
+        return self.dropout(x + self.pe[offset:length].to(x.dtype))

@@ -1,0 +1,149 @@
+"""Key/value caching in decoding (chapter 8): the cached path equals the uncached one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import aiayn_helpers as ah
+from aiayn_helpers.decoding import beam_search, greedy_decode
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def random_model(seed: int, vocab: int = 11, norm_first: bool = False, fused: bool = False) -> ah.Transformer:
+    """A small untrained float64 model, nudged to emit <eos> now and then."""
+    torch.manual_seed(seed)
+    model = ah.Transformer(
+        vocab, vocab, d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.1, norm_first=norm_first, fused=fused
+    ).double()
+    with torch.no_grad():
+        model.generator.weight[EOS] += 0.3 * model.generator.weight[4:].mean(0)
+    return model
+
+
+def random_src(seed: int, batch: int = 6, length: int = 7, vocab: int = 11) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, vocab, (batch, length), generator=g)
+    src[1, 3:] = PAD  # padded sentences
+    src[4, 5:] = PAD
+    return src
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("fused", [False, True])
+def test_greedy_cached_equals_uncached(seed, norm_first, fused):
+    model, src = random_model(seed, norm_first=norm_first, fused=fused), random_src(seed)
+    cached = greedy_decode(model, src, max_len=15, use_cache=True)
+    assert cached == greedy_decode(model, src, max_len=15, use_cache=False)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("beam_size", [1, 2, 4])
+def test_beam_cached_equals_uncached_tokens_and_scores(seed, beam_size):
+    model, src = random_model(seed, norm_first=bool(seed % 2)), random_src(seed)
+    hyps_c, scores_c = beam_search(model, src, beam_size=beam_size, max_len=15, return_scores=True)
+    hyps_u, scores_u = beam_search(model, src, beam_size=beam_size, max_len=15, return_scores=True, use_cache=False)
+    assert hyps_c == hyps_u
+    torch.testing.assert_close(torch.tensor(scores_c), torch.tensor(scores_u), rtol=0, atol=1e-12)
+
+
+def test_default_uses_the_cache():
+    model, src = random_model(0), random_src(0)
+    calls = []
+    original = model.next_token_logits
+    model.next_token_logits = lambda *a: calls.append(a[3] is not None) or original(*a)
+    greedy_decode(model, src, max_len=4)
+    beam_search(model, src, max_len=4)
+    assert calls and all(calls)
+
+
+def test_step_logits_equal_full_decoder():
+    """Every cached step's logits equal the uncached decoder's at that position, in float64."""
+    model, src = random_model(1).eval(), random_src(1)
+    tgt = torch.cat([torch.full((src.shape[0], 1), BOS), random_src(5, length=9)[:, :9].clamp(min=3)], dim=1)
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        full = model.decode(tgt, memory, src_mask)  # (batch, T, V)
+        cache = model.init_cache(memory, src_mask)
+        for t in range(1, tgt.shape[1] + 1):
+            step = model.next_token_logits(tgt[:, :t], memory, src_mask, cache)
+            torch.testing.assert_close(step, full[:, t - 1], rtol=0, atol=1e-12)
+            assert cache.length == t
+
+
+@pytest.mark.parametrize("layers, d_model, length, batch", [(2, 16, 5, 3), (3, 32, 9, 2)])
+def test_cache_size_is_2_layers_length_d_model(layers, d_model, length, batch):
+    torch.manual_seed(0)
+    model = ah.Transformer(13, 13, d_model=d_model, num_heads=4, num_layers=layers, d_ff=16).eval()
+    src = torch.randint(3, 13, (batch, 6))
+    tgt = torch.randint(3, 13, (batch, length))
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        cache = model.init_cache(memory, src_mask)
+        assert cache.numel_per_sequence() == 0
+        for t in range(1, length + 1):
+            model.next_token_logits(tgt[:, :t], memory, src_mask, cache)
+    assert cache.numel_per_sequence() == 2 * layers * length * d_model
+    assert cache.memory_numel_per_sequence() == 2 * layers * 6 * d_model
+
+
+def test_index_select_reorders_every_tensor():
+    model, src = random_model(2).eval(), random_src(2)
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        cache = model.init_cache(memory, src_mask)
+        model.next_token_logits(torch.full((src.shape[0], 1), BOS), memory, src_mask, cache)
+    rows = torch.tensor([3, 3, 0])
+    picked = cache.index_select(rows)
+    assert picked.batch_size == 3 and picked.length == 1
+    for a, b in zip(picked.self_k + picked.cross_v, cache.self_k + cache.cross_v, strict=True):
+        assert torch.equal(a, b[rows])
+    assert torch.equal(picked.memory_mask, src_mask[rows])
+
+
+def test_bad_input_raises():
+    model, src = random_model(0), random_src(0)
+    with pytest.raises(ValueError, match="use_cache"):
+        greedy_decode(model, src, max_len=3, use_cache="yes")
+    with pytest.raises(ValueError, match="use_cache"):
+        beam_search(model, src, max_len=3, use_cache=1)
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        cache = model.init_cache(memory, src_mask)
+        with pytest.raises(ValueError, match="cache must hold"):
+            model.next_token_logits(torch.full((src.shape[0], 3), BOS), memory, src_mask, cache)
+        with pytest.raises(ValueError, match="cache must hold"):
+            model.next_token_logits(torch.full((2, 1), BOS), memory, src_mask, cache)
+        with pytest.raises(ValueError, match="memory"):
+            model.init_cache(memory[:, :, :4], src_mask)
+        with pytest.raises(ValueError, match="src_mask"):
+            model.init_cache(memory, src_mask.long())
+
+
+def test_model_without_init_cache_needs_use_cache_false():
+    class NoCache(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            self.pad_id, self.src_vocab_size, self.tgt_vocab_size = inner.pad_id, 11, 11
+
+        def encode(self, src):
+            return self.inner.encode(src)
+
+        def next_token_logits(self, tgt, memory, src_mask, cache=None):
+            return self.inner.next_token_logits(tgt, memory, src_mask)
+
+    model, src = NoCache(random_model(0)), random_src(0)
+    with pytest.raises(ValueError, match="init_cache"):
+        greedy_decode(model, src, max_len=3)
+    assert greedy_decode(model, src, max_len=5, use_cache=False) == greedy_decode(model.inner, src, max_len=5)
