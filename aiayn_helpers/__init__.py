@@ -94,3 +94,10 @@ __all__ += [
     "train_epoch",
     "evaluate_loss",
 ]
+
+# chapter 8: the shipped translator. (`translate` here is the function of aiayn_helpers.pretrained;
+# the module aiayn_helpers.translate stays importable as `from aiayn_helpers.translate import ...`.)
+from .layers import KVCache  # noqa: E402
+from .pretrained import load_pretrained, translate  # noqa: E402
+
+__all__ += ["KVCache", "load_pretrained", "translate"]

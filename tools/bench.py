@@ -104,10 +104,105 @@ def bench_training_throughput(preset="multi30k", steps=None, warmup=3) -> None:
     )
 
 
+def _greedy_100(model: nn.Module, src: torch.Tensor, use_cache: bool) -> float:
+    start = time.perf_counter()
+    hyps = ah.greedy_decode(model, src, max_len=100, use_cache=use_cache)
+    seconds = time.perf_counter() - start
+    assert all(len(h) == 100 for h in hyps), "the benchmark model must not stop before 100 tokens"
+    return seconds
+
+
+def bench_decoding(rounds: int = 5, threads: int = 2) -> dict:
+    """Decoding speed, in one interleaved run (chapter 8).
+
+    1. Greedy decoding of exactly 100 tokens with and without the key/value cache: an
+       untrained model of the full recipe's size (d_model 256, 3+3 layers, 4 heads,
+       d_ff 1024, shared vocabulary of 8,000), a batch of 8 sources of 20 tokens,
+       ``threads`` CPU threads; the two alternate, ``rounds`` times, medians reported.
+    2. Translating all of test2016 (1,000 sentences) with the shipped model
+       (``ah.load_pretrained()``), beam 4, alpha 0.6, the cache on, once per round
+       between the greedy rounds; the median is reported, with the BLEU.
+    """
+    import platform
+
+    import sacrebleu
+
+    from aiayn_helpers.data import EOS_ID, load_multi30k
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = ah.Transformer(8000, 8000, d_model=256, num_heads=4, num_layers=3, d_ff=1024, share_embeddings=True)
+    model.set_fused(True)
+    model.eval()
+    with torch.no_grad():  # never <eos>: every row decodes exactly 100 tokens
+        model.generator.weight[EOS_ID] = -model.generator.weight.abs().max()
+    src = torch.randint(4, 8000, (8, 20), generator=torch.Generator().manual_seed(0))
+    shipped, tokenizer = ah.load_pretrained()
+    pairs = load_multi30k("test2016")
+    sources, references = [de for de, _ in pairs], [en for _, en in pairs]
+
+    times: dict[str, list[float]] = {"uncached": [], "cached": [], "test2016": []}
+    for use_cache in (True, False):  # warm-up
+        _greedy_100(model, src, use_cache)
+    for r in range(rounds):
+        for name in ("uncached", "cached"):
+            times[name].append(_greedy_100(model, src, name == "cached"))
+        if r < 3:  # the translation is long: three rounds
+            start = time.perf_counter()
+            hyps = ah.translate(shipped, tokenizer, sources, beam_size=4, length_penalty=0.6)
+            times["test2016"].append(time.perf_counter() - start)
+    med = {name: statistics.median(t) for name, t in times.items()}
+    bleu = sacrebleu.corpus_bleu(hyps, [references])
+    result = {
+        "greedy_100": {
+            "model": "d_model 256, 3+3 layers, 4 heads, d_ff 1024, vocabulary 8000 (untrained)",
+            "batch": 8,
+            "tokens": 100,
+            "uncached_s": round(med["uncached"], 3),
+            "cached_s": round(med["cached"], 3),
+            "speedup": round(med["uncached"] / med["cached"], 1),
+            "rounds": {name: [round(t, 3) for t in times[name]] for name in ("uncached", "cached")},
+        },
+        "test2016_beam4": {
+            "sentences": len(sources),
+            "seconds": round(med["test2016"], 1),
+            "rounds": [round(t, 1) for t in times["test2016"]],
+            "bleu": round(bleu.score, 2),
+        },
+        "threads": threads,
+        "cpu": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+    }
+    print(f"Decoding, {threads} CPU threads, medians of interleaved rounds")
+    g = result["greedy_100"]
+    print(
+        f"  greedy, 100 tokens, batch 8, d_model 256, 3+3 layers: {g['uncached_s'] * 1e3:.0f} ms without the cache, "
+        f"{g['cached_s'] * 1e3:.0f} ms with it: {g['speedup']:.1f}x"
+    )
+    t = result["test2016_beam4"]
+    print(f"  test2016 (1,000 sentences), shipped model, beam 4: {t['seconds']:.1f} s (BLEU {t['bleu']:.2f})")
+    return result
+
+
 def main() -> None:
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="Speed measurements (make bench)")
+    parser.add_argument("--only", choices=["mha", "training", "decoding"], help="run one benchmark")
+    parser.add_argument("--json", help="also write the decoding benchmark's numbers here")
+    args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    bench_mha()
-    bench_training_throughput()
+    if args.only in (None, "mha"):
+        bench_mha()
+    if args.only in (None, "training"):
+        bench_training_throughput()
+    if args.only in (None, "decoding"):
+        result = bench_decoding()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
+                f.write("\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,135 @@
+"""The trained translator that ships with the book (chapter 8).
+
+``aiayn_helpers/pretrained/<name>/`` holds four files, written by
+``tools/export_pretrained.py`` from a training run's checkpoint:
+
+* ``weights.pt``: the model's state dict in float16 (``torch.load(weights_only=True)``);
+* ``tokenizer.json``: the shared German-English BPE tokenizer;
+* ``config.json``: the run's :class:`~aiayn_helpers.config.Config`;
+* ``manifest.json``: the SHA-256 of the three files above, the training command,
+  hardware, time and epochs, and the test2016 sacreBLEU of these weights.
+
+:func:`load_pretrained` checks every SHA-256 before it reads a file, so a truncated or
+altered file is a ``ValueError``, never a silently different model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ._checks import check_non_negative_number, check_positive_int
+from .config import build_model, config_from_dict
+from .translate import translate as _translate
+
+ROOT = Path(__file__).with_name("pretrained")
+FILES = ("weights.pt", "tokenizer.json", "config.json")  # what the manifest's hashes cover
+MANIFEST = "manifest.json"
+
+__all__ = ["available_models", "load_pretrained", "load_pretrained_dir", "read_manifest", "sha256", "translate"]
+
+
+def sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, as 64 hex digits."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def available_models() -> list[str]:
+    """The names :func:`load_pretrained` accepts: the folders of ``aiayn_helpers/pretrained``."""
+    if not ROOT.is_dir():
+        return []
+    return sorted(p.name for p in ROOT.iterdir() if (p / MANIFEST).is_file())
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    """``manifest.json`` of a model folder (``ValueError`` if missing or not JSON)."""
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"{directory} holds no {MANIFEST}: not a pretrained model folder")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON ({err})") from err
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("sha256"), dict):
+        raise ValueError(f"{path} has no 'sha256' table of the model's files")
+    return manifest
+
+
+def load_pretrained(name: str = "multi30k", *, dtype: torch.dtype = torch.float32) -> tuple[nn.Module, object]:
+    """``(model, tokenizer)`` of the shipped model ``name``, the model in eval mode on the CPU.
+
+    The float16 weights are widened to ``dtype`` (float32 by default; float64 gives
+    the same translations on every CPU, chapter 8). An unknown ``name`` or a file whose
+    SHA-256 does not match the manifest raises ``ValueError``.
+    """
+    if not isinstance(name, str) or name not in available_models():
+        raise ValueError(f"unknown pretrained model {name!r}; available: {available_models()}")
+    return load_pretrained_dir(ROOT / name, dtype=dtype)
+
+
+def load_pretrained_dir(
+    directory: str | os.PathLike, *, dtype: torch.dtype = torch.float32
+) -> tuple[nn.Module, object]:
+    """:func:`load_pretrained` from a folder laid out as ``aiayn_helpers/pretrained/<name>``."""
+    from tokenizers import Tokenizer
+
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    for file in FILES:
+        path = directory / file
+        if not path.is_file():
+            raise ValueError(f"{path} is missing")
+        expected = manifest["sha256"].get(file)
+        if sha256(path) != expected:
+            raise ValueError(
+                f"{path} is corrupt or was changed: its SHA-256 is {sha256(path)}, the manifest says {expected}"
+            )
+    try:
+        tokenizer = Tokenizer.from_str((directory / "tokenizer.json").read_text(encoding="utf-8"))
+        cfg = config_from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
+        weights = torch.load(directory / "weights.pt", map_location="cpu", weights_only=True)
+    except Exception as err:  # files that match their hashes but do not parse: a bad export
+        raise ValueError(f"could not read the model in {directory}: {err}") from err
+    model = build_model(cfg, tokenizer.get_vocab_size())
+    try:
+        model.load_state_dict({k: v.to(torch.float32) for k, v in weights.items()})
+    except (RuntimeError, AttributeError) as err:
+        raise ValueError(f"the weights in {directory} do not fit its config: {err}") from err
+    return model.to(dtype).eval(), tokenizer
+
+
+def translate(
+    model: nn.Module,
+    tokenizer,
+    sentences: Sequence[str],
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+) -> list[str]:
+    """Translate plain German ``sentences`` into detokenized English, in their order.
+
+    Beam search with the GNMT length penalty (the paper's beam 4 and alpha 0.6 by
+    default; ``beam_size=1`` is greedy decoding), with a key/value cache.
+    """
+    if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences):
+        raise ValueError(
+            "sentences must be a list of strings (one per sentence), "
+            f"got {type(sentences).__name__}"
+            + (" (wrap a single sentence in a list)" if isinstance(sentences, str) else "")
+        )
+    check_positive_int("beam_size", beam_size)
+    check_non_negative_number("length_penalty", length_penalty)
+    if not sentences:
+        return []
+    return _translate(model, tokenizer, list(sentences), beam_size, length_penalty)
