@@ -35,6 +35,8 @@ PROMISES = {
     ("instructor_guide.md", "2", "uses"): "variance",
     ("07_full_model.ipynb", "6", "shows"): "double softmax",
     ("A_forward_pass_numpy.ipynb", "4", "discusses"): "mistake-pe-i-vs-2i",
+    ("06_decoder.ipynb", "2", "trains"): "inverted mask",
+    ("glossary.md", "5", "measures"): "Gradients at initialisation",
 }
 PROMISE_VERBS = (
     "shows|plots|trains|implements|explains|derives|measures|builds|covers|proves|compares|checks|uses|"
