@@ -37,6 +37,7 @@ PROMISES = {
     ("A_forward_pass_numpy.ipynb", "4", "discusses"): "mistake-pe-i-vs-2i",
     ("06_decoder.ipynb", "2", "trains"): "inverted mask",
     ("glossary.md", "5", "measures"): "Gradients at initialisation",
+    ("05_encoder.ipynb", "7", "adds"): "second-moment",
 }
 PROMISE_VERBS = (
     "shows|plots|trains|implements|explains|derives|measures|builds|covers|proves|compares|checks|uses|"
