@@ -29,8 +29,12 @@ SOURCE = ROOT / "book" / "autograder" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.i
 BUGS: dict[str, dict[str, list[tuple[str, str]] | str]] = {
     "divides by d_k": {"sdpa_answer": [("/ math.sqrt(q.size(-1))", "/ q.size(-1)")]},
     "splits heads without the transpose": {
-        "mha_answer": [(".view(x.size(0), -1, self.num_heads, self.d_k).transpose(1, 2)",
-                        ".view(x.size(0), self.num_heads, -1, self.d_k)")],
+        "mha_answer": [
+            (
+                ".view(x.size(0), -1, self.num_heads, self.d_k).transpose(1, 2)",
+                ".view(x.size(0), self.num_heads, -1, self.d_k)",
+            )
+        ],
     },  # fmt: skip
     "inverted mask": {"sdpa_answer": [("masked_fill(~mask,", "masked_fill(mask,")]},
     "ignores masks": {"sdpa_answer": [("if mask is not None:", "if False:")]},
