@@ -13,20 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_data import local_multi30k  # noqa: F401  (the corpus the tests read; test_evaluate imports it from here)
 
 from aiayn_helpers import checkpoint, train
-from aiayn_helpers.data import MULTI30K_SHA256
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def local_multi30k() -> Path:
-    """The local copy: $AIAYN_DATA_DIR (the Makefile sets it), else ../shared/data/multi30k."""
-    env = os.environ.get("AIAYN_DATA_DIR")
-    folder = Path(env) if env else ROOT.parent / "shared" / "data" / "multi30k"
-    if not all((folder / n).is_file() for n in MULTI30K_SHA256):
-        pytest.skip("no local Multi30k copy (set AIAYN_DATA_DIR)")
-    return folder
 
 
 @pytest.fixture(scope="module")
