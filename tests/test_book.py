@@ -129,6 +129,17 @@ def test_execute_notebooks_records_times(tmp_path, monkeypatch):
     times = json.loads(target.read_text())
     assert list(times) == ["notebooks/x.ipynb", "notebooks/y.ipynb"] and times["notebooks/x.ipynb"]["seconds"] == 12.3
 
+    # the classroom figure joins the entry of the same thread setting, and a new thread setting starts afresh
+    monkeypatch.setenv("AIAYN_THREADS", "2")
+    execute_notebooks.record_time(ROOT / "notebooks" / "x.ipynb", 10.0, target)
+    execute_notebooks.record_time(ROOT / "notebooks" / "x.ipynb", 31.0, target, key_name="seconds_two_at_once")
+    entry = json.loads(target.read_text())["notebooks/x.ipynb"]
+    assert (entry["seconds"], entry["seconds_two_at_once"], entry["threads"]) == (10.0, 31.0, 2)
+    monkeypatch.setenv("AIAYN_THREADS", "1")
+    execute_notebooks.record_time(ROOT / "notebooks" / "x.ipynb", 14.0, target)
+    entry = json.loads(target.read_text())["notebooks/x.ipynb"]
+    assert "seconds_two_at_once" not in entry and (entry["seconds"], entry["threads"]) == (14.0, 1)
+
 
 # assignment 1 is graded by nbgrader: tests/test_grading.py runs its grading on correct and buggy submissions
 

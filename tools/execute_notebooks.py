@@ -10,6 +10,12 @@ nbclient adds is removed, and the kernel is recorded as plain `python3`.
 The wall-clock time of each notebook of the book (one under notebooks/) is also
 recorded in book/notebook_times.json, which the instructor guide's syllabus reads
 at build time (pass --no-record to leave it alone).
+
+    python tools/execute_notebooks.py --two-at-once notebooks/07_full_model.ipynb
+
+measures a classroom instead: two copies of each notebook run at the same time, as
+two students on one shared server would, and the slower of the two is recorded as
+``seconds_two_at_once``. The notebooks themselves are not rewritten.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -29,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMES = ROOT / "book" / "notebook_times.json"
 
 
-def execute(path: Path) -> float:
+def execute(path: Path, write: bool = True) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     client = NotebookClient(
@@ -49,12 +58,37 @@ def execute(path: Path) -> float:
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata.pop("widgets", None)
     nb.metadata.pop("jupytext", None)
-    nbformat.write(nb, path)
+    if write:
+        nbformat.write(nb, path)
     return elapsed
 
 
-def record_time(path: Path, seconds: float, times_file: Path = TIMES) -> bool:
-    """Store `seconds` for a notebook of the book in `times_file`; other notebooks are ignored.
+def two_at_once(path: Path) -> float:
+    """Run two copies of ``path`` at the same time, each in its own process; the slower one's seconds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copies = []
+        for i in range(2):  # copies beside the original, so relative paths in the notebook still resolve
+            copy = path.parent / f".two-at-once-{i}-{os.getpid()}-{path.name}"
+            shutil.copy(path, copy)
+            copies.append(copy)
+        try:
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, __file__, "--time-only", str(c)],
+                    stdout=open(Path(tmp) / f"{i}.txt", "w"),  # noqa: SIM115 (closed with the process)
+                )
+                for i, c in enumerate(copies)
+            ]
+            if any(p.wait() for p in procs):
+                raise RuntimeError(f"{path}: a copy failed while running two at once")
+            return max(float((Path(tmp) / f"{i}.txt").read_text().split()[0]) for i in range(2))
+        finally:
+            for c in copies:
+                c.unlink(missing_ok=True)
+
+
+def record_time(path: Path, seconds: float, times_file: Path = TIMES, key_name: str = "seconds") -> bool:
+    """Store `seconds` (as `key_name`) for a notebook of the book in `times_file`; others are ignored.
 
     Several processes may execute notebooks at once, so the read-modify-write of the
     JSON file happens under an exclusive lock on it.
@@ -65,12 +99,7 @@ def record_time(path: Path, seconds: float, times_file: Path = TIMES) -> bool:
         return False
     if not key.startswith("notebooks/"):
         return False
-    entry = {
-        "seconds": round(seconds, 1),
-        "date": date.today().isoformat(),
-        "cpu_count": os.cpu_count(),
-        "threads": int(os.environ.get("AIAYN_THREADS", "2")),
-    }
+    threads = int(os.environ.get("AIAYN_THREADS", "2"))
     times_file.parent.mkdir(parents=True, exist_ok=True)
     with open(times_file, "a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -80,7 +109,18 @@ def record_time(path: Path, seconds: float, times_file: Path = TIMES) -> bool:
             times = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError:
             times = {}
-        times[key] = entry
+        entry = times.get(key, {})
+        if entry.get("threads") != threads or entry.get("cpu_count") != os.cpu_count():
+            entry = {}  # figures from another machine or thread setting would not compare
+        entry.update(
+            {
+                key_name: round(seconds, 1),
+                "date": date.today().isoformat(),
+                "cpu_count": os.cpu_count(),
+                "threads": threads,
+            }
+        )
+        times[key] = dict(sorted(entry.items()))
         f.seek(0)
         f.truncate()
         f.write(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
@@ -90,12 +130,18 @@ def record_time(path: Path, seconds: float, times_file: Path = TIMES) -> bool:
 
 def main(argv: list[str]) -> None:
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    record = "--no-record" not in argv
-    for p in (a for a in argv if a != "--no-record"):
-        elapsed = execute(Path(p))
-        if record:
-            record_time(Path(p), elapsed)
-        print(f"{elapsed:7.1f} s  {p}", flush=True)
+    flags = {a for a in argv if a.startswith("--")}
+    for p in (Path(a) for a in argv if not a.startswith("--")):
+        if "--time-only" in flags:  # one copy of --two-at-once: run, print the seconds, write nothing
+            print(f"{execute(p, write=False):.1f}", flush=True)
+            continue
+        if "--two-at-once" in flags:
+            elapsed, key_name = two_at_once(p), "seconds_two_at_once"
+        else:
+            elapsed, key_name = execute(p), "seconds"
+        if "--no-record" not in flags:
+            record_time(p, elapsed, key_name=key_name)
+        print(f"{elapsed:7.1f} s  {key_name}  {p}", flush=True)
 
 
 if __name__ == "__main__":
