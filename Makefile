@@ -11,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 export PYTHONHASHSEED := 0
-export AIAYN_THREADS ?= 2
+export AIAYN_THREADS ?= 1
 # The Multi30k corpus: the local copy beside the repository when there is one (the project's own
 # machines and CI), else the loader's cache (~/.cache/aiayn_helpers/multi30k, or $AIAYN_CACHE_DIR),
 # filled once by `make data` from the public source with SHA-256 checks. Tests never download.

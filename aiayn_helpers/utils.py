@@ -27,10 +27,12 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
     """One call at the top of every chapter: seeds, CPU threads and figure defaults.
 
     Figures are emitted as PNG (SVG output embeds random ids that strict nbval would flag).
-    ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 2.
+    ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 1: on a shared
+    machine (a classroom server), two notebooks with 2 threads each on 2 cores ran several
+    times slower than with 1 thread each (the instructor guide gives the measurements).
     """
     seed_everything(seed)
-    torch.set_num_threads(threads or int(os.environ.get("AIAYN_THREADS", "2")))
+    torch.set_num_threads(threads or int(os.environ.get("AIAYN_THREADS", "1")))
     torch.set_printoptions(precision=4, sci_mode=False)
     np.set_printoptions(precision=4, suppress=True)
     try:

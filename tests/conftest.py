@@ -11,7 +11,7 @@ import torch
 @pytest.fixture(autouse=True)
 def _seed_and_threads():
     torch.manual_seed(0)
-    torch.set_num_threads(int(os.environ.get("AIAYN_THREADS", "2")))  # make test-portable: 1
+    torch.set_num_threads(int(os.environ.get("AIAYN_THREADS", "1")))
     yield
 
 

@@ -118,6 +118,17 @@ def test_notebook_times_are_measured_records():
         assert entry["seconds"] > 0 and entry["cpu_count"] >= 1
 
 
+def test_thread_default_is_the_measured_choice():
+    choice = json.loads((ROOT / "book" / "metrics" / "thread_choice.json").read_text())
+    two = choice["seconds_two_at_once"]
+    assert two["1"] < two["2"], "one thread per notebook must be the faster classroom setting to be the default"
+    guide = (ROOT / "book" / "instructor_guide.md").read_text()
+    for seconds in two.values():
+        assert f"{seconds:,.1f} s" in guide, f"the guide does not print {seconds} s from thread_choice.json"
+    assert 'os.environ.get("AIAYN_THREADS", "1")' in (ROOT / "aiayn_helpers" / "utils.py").read_text()
+    assert "export AIAYN_THREADS ?= 1" in (ROOT / "Makefile").read_text()
+
+
 def test_execute_notebooks_records_times(tmp_path, monkeypatch):
     sys.path.insert(0, str(ROOT / "tools"))
     import execute_notebooks

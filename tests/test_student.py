@@ -248,7 +248,7 @@ def test_student_notebook_runs_unanswered(edition):
     path = out / "notebooks" / name
     nb = nbformat.read(path, as_version=4)
     os.environ.setdefault("PYTHONHASHSEED", "0")
-    os.environ.setdefault("AIAYN_THREADS", "2")
+    os.environ.setdefault("AIAYN_THREADS", "1")
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     text = []
     for cell in nb.cells:

@@ -99,7 +99,7 @@ def record_time(path: Path, seconds: float, times_file: Path = TIMES, key_name: 
         return False
     if not key.startswith("notebooks/"):
         return False
-    threads = int(os.environ.get("AIAYN_THREADS", "2"))
+    threads = int(os.environ.get("AIAYN_THREADS", "1"))
     times_file.parent.mkdir(parents=True, exist_ok=True)
     with open(times_file, "a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
