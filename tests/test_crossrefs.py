@@ -38,6 +38,7 @@ PROMISES = {
     ("06_decoder.ipynb", "2", "trains"): "inverted mask",
     ("glossary.md", "5", "measures"): "Gradients at initialisation",
     ("05_encoder.ipynb", "7", "adds"): "second-moment",
+    ("07_full_model.ipynb", "5", "shows"): "Gradients at initialisation",
 }
 PROMISE_VERBS = (
     "shows|plots|trains|implements|explains|derives|measures|builds|covers|proves|compares|checks|uses|"
