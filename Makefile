@@ -24,7 +24,7 @@ export AIAYN_DATA_DIR
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
 	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
-	@echo "make test-portable  package tests + strict nbval again, on PyTorch's generic CPU kernels, 1 thread"
+	@echo "make test-portable  package tests (with the exercise test) + strict nbval again, on PyTorch's generic CPU kernels"
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
@@ -96,8 +96,10 @@ grade: setup
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+# The exercise test (every chapter again, with its answer cells filled) runs in test-portable,
+# which CI runs after this: the two together check everything, each within its time budget.
 test: lint book data
-	$(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly tests notebooks
+	$(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly -m "not exercises" tests notebooks
 
 # The same package tests and notebooks on another kernel set: PyTorch's generic (non-SIMD) CPU code
 # and one thread, as on a reader's laptop that differs from the machine the outputs were stored on.
