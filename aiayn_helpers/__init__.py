@@ -101,3 +101,16 @@ from .layers import KVCache  # noqa: E402
 from .pretrained import load_pretrained, translate  # noqa: E402
 
 __all__ += ["KVCache", "load_pretrained", "translate"]
+
+# chapter 10: after the paper (rotary embeddings, ALiBi, a decoder-only language model, BERT's masking)
+from .descendants import (  # noqa: E402
+    CausalLM,
+    RelativeAttention,
+    alibi_bias,
+    alibi_slopes,
+    apply_rotary,
+    lm_loss,
+    mask_tokens,
+)
+
+__all__ += ["apply_rotary", "alibi_slopes", "alibi_bias", "RelativeAttention", "CausalLM", "lm_loss", "mask_tokens"]

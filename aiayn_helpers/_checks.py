@@ -80,13 +80,33 @@ def check_mask(mask: object, target_shape: tuple[int, ...]) -> torch.Tensor:
             f"mask must have dtype torch.bool (True = may attend), got {mask.dtype}; "
             "convert an additive float mask with `mask == 0` or build it with causal_mask()/padding_mask()"
         )
+    _check_broadcasts_to_scores("mask", mask, target_shape)
+    return mask
+
+
+def check_bias(bias: object, target_shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Check an additive float attention bias (ALiBi, chapter 10) against the scores it is added to.
+
+    ``target_shape`` is the shape of the attention scores, ``(..., T_q, T_k)``, and ``dtype``
+    their dtype. Like a mask, the bias must broadcast to the scores without growing them.
+    """
+    if not isinstance(bias, torch.Tensor):
+        raise ValueError(f"attn_bias must be a torch.Tensor, got {type(bias).__name__}")
+    if bias.dtype != dtype:
+        raise ValueError(
+            f"attn_bias must be a float tensor of the scores' dtype {dtype} (it is added to them), got {bias.dtype}"
+        )
+    _check_broadcasts_to_scores("attn_bias", bias, target_shape)
+    return bias
+
+
+def _check_broadcasts_to_scores(name: str, t: torch.Tensor, target_shape: tuple[int, ...]) -> None:
     try:
-        shape = torch.broadcast_shapes(tuple(mask.shape), target_shape)
+        shape = torch.broadcast_shapes(tuple(t.shape), target_shape)
     except RuntimeError:
         shape = None
     if shape != torch.Size(target_shape):
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores' shape "
+            f"{name} of shape {tuple(t.shape)} does not broadcast to the attention scores' shape "
             f"{tuple(target_shape)} (expected (..., T_q, T_k) = (..., {target_shape[-2]}, {target_shape[-1]}))"
         )
-    return mask

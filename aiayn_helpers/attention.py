@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_floating, check_mask, check_positive_int, check_tensor, is_int
+from ._checks import check_bias, check_floating, check_mask, check_positive_int, check_tensor, is_int
 
 
 def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -63,6 +63,7 @@ def scaled_dot_product_attention(
     value: torch.Tensor,
     mask: torch.Tensor | None = None,
     *,
+    bias: torch.Tensor | None = None,
     dropout_p: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, equation (1) of the paper.
@@ -74,6 +75,9 @@ def scaled_dot_product_attention(
         mask: optional boolean tensor broadcastable to ``(..., T_q, T_k)``;
             True = may attend. A query row that may attend to nothing gets all-zero
             weights and a zero output (never NaN).
+        bias: optional float tensor broadcastable to ``(..., T_q, T_k)``, of the scores'
+            dtype, added to the scaled scores before the mask and the softmax (ALiBi's
+            linear biases, chapter 10). None in the paper.
         dropout_p: dropout applied to the attention weights (0 by default).
 
     Returns:
@@ -85,6 +89,8 @@ def scaled_dot_product_attention(
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
     batch_shape = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     target = (*batch_shape, query.shape[-2], key.shape[-2])
+    if bias is not None:
+        scores = scores + check_bias(bias, target, scores.dtype)
     if mask is not None:
         check_mask(mask, target)
         # The most negative finite number, not -inf: a fully masked row then gives a
@@ -148,6 +154,8 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor,
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
+        *,
+        attn_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -157,6 +165,9 @@ class MultiHeadAttention(nn.Module):
             mask: boolean, True = may attend, broadcastable to
                 ``(batch, num_heads, T_q, T_k)``. A 3-D mask ``(batch, T_q, T_k)`` is
                 read as one mask per batch element and shared across heads.
+            attn_bias: optional float tensor of the inputs' dtype, broadcastable to
+                ``(batch, num_heads, T_q, T_k)``, added to the scaled scores before the
+                softmax (e.g. :func:`alibi_bias`, chapter 10). None in the paper.
 
         Returns:
             ``(batch, T_q, d_model)``.
@@ -183,9 +194,11 @@ class MultiHeadAttention(nn.Module):
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
                 mask = mask.unsqueeze(1)  # (batch, 1, T_q, T_k): same mask for every head
             mask = check_mask(mask, (batch, self.num_heads, t_q, t_k))
+        if attn_bias is not None:
+            check_bias(attn_bias, (batch, self.num_heads, t_q, t_k), query.dtype)
 
         k, v = self.project_kv(key, value)  # (batch, heads, T_k, d_k) each
-        return self.attend(query, k, v, mask)
+        return self.attend(query, k, v, mask, attn_bias)
 
     def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` each.
@@ -196,24 +209,49 @@ class MultiHeadAttention(nn.Module):
         return self._split_heads(self.w_k(key)), self._split_heads(self.w_v(value))
 
     def attend(
-        self, query: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        query: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        attn_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``query`` ``(batch, T_q, d_model)`` attends to projected ``k``, ``v`` ``(batch, heads, T_k, d_k)``.
 
-        The second half of :meth:`forward`; the mask is used as given (already checked or
-        built by the caller). Returns ``(batch, T_q, d_model)``.
+        The second half of :meth:`forward`; the mask and the bias are used as given (already
+        checked or built by the caller). Returns ``(batch, T_q, d_model)``.
         """
-        batch, t_q = query.shape[0], query.shape[1]
         q = self._split_heads(self.w_q(query))  # (batch, heads, T_q, d_k)
+        return self.attend_heads(q, k, v, mask, attn_bias)
+
+    def attend_heads(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        attn_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Every head's attention, then W^O: ``q`` ``(batch, heads, T_q, d_k)`` and ``k``, ``v``
+        ``(batch, heads, T_k, d_k)`` -> ``(batch, T_q, d_model)``.
+
+        The part of :meth:`attend` after the query projection, where a descendant can change
+        the projected queries and keys first (rotary embeddings, chapter 10).
+        """
+        batch, t_q = q.shape[0], q.shape[2]
         p = self.dropout if self.training else 0.0
 
         if self.fused:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            attn_mask = mask
+            if attn_bias is not None:  # one additive float mask: the bias, and the most negative number where masked
+                blocked = torch.finfo(attn_bias.dtype).min
+                attn_mask = attn_bias if mask is None else torch.where(mask, attn_bias, blocked)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
             if mask is not None:  # rows with nothing to attend to: zeros, not NaN
                 out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
             self.attention_weights = None
         else:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, bias=attn_bias, dropout_p=p)
             self.attention_weights = weights.detach()
 
         out = out.transpose(1, 2).reshape(batch, t_q, self.d_model)  # concatenate the heads
