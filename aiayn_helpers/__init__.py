@@ -34,7 +34,7 @@ score, one file at a time:
 from .attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, PositionwiseFeedForward
 from .model import Transformer
-from .positional import PositionalEncoding, sinusoidal_encoding
+from .positional import LearnedPositionalEncoding, PositionalEncoding, sinusoidal_encoding
 from .utils import count_parameters, seed_everything, setup_notebook
 
 __version__ = "0.1.0"
@@ -45,6 +45,7 @@ __all__ = [
     "padding_mask",
     "MultiHeadAttention",
     "sinusoidal_encoding",
+    "LearnedPositionalEncoding",
     "PositionalEncoding",
     "PositionwiseFeedForward",
     "EncoderLayer",

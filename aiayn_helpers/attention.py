@@ -111,6 +111,10 @@ class MultiHeadAttention(nn.Module):
     The ``h`` per-head projections are stored as one ``(d_model, d_model)`` linear
     layer each for Q, K and V; a reshape splits them into heads.
 
+    ``d_k`` given (table 3, row B of the paper) makes the queries and keys of each head
+    ``d_k`` wide instead: ``W^Q`` and ``W^K`` are then ``(d_model, num_heads * d_k)``,
+    while the values keep ``d_v = d_model / num_heads``.
+
     Two paths compute the same thing:
 
     * the explicit path (``fused=False``, the default) follows the equations and
@@ -121,10 +125,14 @@ class MultiHeadAttention(nn.Module):
       (``self.attention_weights`` is then ``None``).
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, fused: bool = False):
+    def __init__(
+        self, d_model: int, num_heads: int, dropout: float = 0.0, *, fused: bool = False, d_k: int | None = None
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("num_heads", num_heads)
+        if d_k is not None:
+            check_positive_int("d_k", d_k)
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by num_heads, got d_model={d_model} and num_heads={num_heads} "
@@ -134,9 +142,10 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
         self.num_heads = num_heads
-        self.d_k = d_model // num_heads
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
+        self.d_v = d_model // num_heads
+        self.d_k = self.d_v if d_k is None else d_k
+        self.w_q = nn.Linear(d_model, num_heads * self.d_k)
+        self.w_k = nn.Linear(d_model, num_heads * self.d_k)
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.dropout = dropout
@@ -144,9 +153,9 @@ class MultiHeadAttention(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, T, d_model) -> (batch, num_heads, T, d_k)."""
+        """(batch, T, num_heads * width) -> (batch, num_heads, T, width): width d_k for Q and K, d_v for V."""
         batch, length, _ = x.shape
-        return x.view(batch, length, self.num_heads, self.d_k).transpose(1, 2)
+        return x.view(batch, length, self.num_heads, -1).transpose(1, 2)
 
     def forward(
         self,
@@ -201,7 +210,8 @@ class MultiHeadAttention(nn.Module):
         return self.attend(query, k, v, mask, attn_bias)
 
     def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` each.
+        """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` and
+        ``(batch, heads, T_k, d_v)`` (``d_k = d_v`` unless ``d_k`` was given).
 
         What a key/value cache stores (chapter 8): the decoder's self-attention appends one
         position per step, its cross-attention projects the encoder output once.

@@ -33,6 +33,8 @@ class Config:
     d_ff: int = 2048
     dropout: float = 0.1
     share_embeddings: bool = True
+    d_k: int | None = None  # query/key width per head; None: d_model / num_heads (table 3, row B)
+    positional: str = "sinusoidal"  # or "learned": a trained table of LEARNED_MAX_LEN rows (table 3, row E)
     # vocabulary and data
     vocab_size: int = 10000  # one BPE vocabulary shared by German and English
     min_frequency: int = 2
@@ -116,7 +118,10 @@ PRESETS: dict[str, Config] = {
 }
 
 # The fields that fix the shape of the model: a checkpoint and the flags must agree on them.
-ARCH_FIELDS = ("d_model", "num_layers", "num_heads", "d_ff", "vocab_size", "share_embeddings")
+ARCH_FIELDS = ("d_model", "num_layers", "num_heads", "d_ff", "vocab_size", "share_embeddings", "d_k", "positional")
+# Rows of a learned position table: the longest sentence kept (truncate_len <= 128 in every preset)
+# plus the 50 tokens decoding may add (section 6.1), rounded up.
+LEARNED_MAX_LEN = 256
 # The limits of one invocation: on --resume they come from the preset (or the flags), not the checkpoint.
 INVOCATION_FIELDS = ("max_steps", "time_budget_min")
 # Checkpoints of format 1 (before this module) stored three fields under older names.
@@ -170,4 +175,7 @@ def build_model(cfg: Config, vocab_size: int) -> Transformer:
         share_embeddings=cfg.share_embeddings,
         pad_id=PAD_ID,
         fused=True,
+        d_k=cfg.d_k,
+        positional=cfg.positional,
+        **({"max_len": max(LEARNED_MAX_LEN, cfg.truncate_len + 50)} if cfg.positional == "learned" else {}),
     )

@@ -69,9 +69,10 @@ class EncoderLayer(nn.Module):
         *,
         norm_first: bool = False,
         fused: bool = False,
+        d_k: int | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused, d_k=d_k)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -102,10 +103,11 @@ class DecoderLayer(nn.Module):
         *,
         norm_first: bool = False,
         fused: bool = False,
+        d_k: int | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused, d_k=d_k)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused, d_k=d_k)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -228,11 +230,12 @@ class _LayerStack(nn.Module):
         norm_first: bool = False,
         final_norm: bool | None = None,
         fused: bool = False,
+        d_k: int | None = None,
     ):
         super().__init__()
         check_positive_int("num_layers", num_layers)
         self.layers = nn.ModuleList(
-            self.layer_type(d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused)
+            self.layer_type(d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused, d_k=d_k)
             for _ in range(num_layers)
         )
         final_norm = norm_first if final_norm is None else final_norm
@@ -275,8 +278,10 @@ class Decoder(_LayerStack):
         """An empty :class:`KVCache` whose cross-attention keys and values are projected from ``memory``."""
         batch = memory.shape[0]
         cross = [layer.cross_attn.project_kv(memory, memory) for layer in self.layers]
-        empty = [memory.new_zeros(batch, a.num_heads, 0, a.d_k) for a in (layer.self_attn for layer in self.layers)]
-        return KVCache(list(empty), list(empty), [k for k, _ in cross], [v for _, v in cross], memory_mask)
+        attns = [layer.self_attn for layer in self.layers]
+        empty_k = [memory.new_zeros(batch, a.num_heads, 0, a.d_k) for a in attns]
+        empty_v = [memory.new_zeros(batch, a.num_heads, 0, a.d_v) for a in attns]
+        return KVCache(empty_k, empty_v, [k for k, _ in cross], [v for _, v in cross], memory_mask)
 
     def step(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """One new position ``x`` ``(batch, 1, d_model)`` -> ``(batch, 1, d_model)``, appending to ``cache``."""

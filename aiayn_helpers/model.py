@@ -10,7 +10,9 @@ from torch import nn
 from ._checks import check_int_in_range, check_positive_int, check_tensor, check_token_ids
 from .attention import MultiHeadAttention, causal_mask, padding_mask
 from .layers import Decoder, Encoder, KVCache
-from .positional import PositionalEncoding
+from .positional import LearnedPositionalEncoding, PositionalEncoding
+
+POSITIONAL = ("sinusoidal", "learned")  # where the Transformer's positions come from (table 3, row E)
 
 
 class Transformer(nn.Module):
@@ -25,6 +27,10 @@ class Transformer(nn.Module):
     ``share_embeddings=True`` the source embedding, the target embedding and the
     pre-softmax projection share one weight matrix, which requires one shared
     vocabulary (``src_vocab_size == tgt_vocab_size``).
+
+    Two variants of the paper's table 3: ``d_k`` (row B) narrows each head's queries and
+    keys, and ``positional="learned"`` (row E) replaces the sinusoidal table with a trained
+    one of ``max_len`` rows (:class:`LearnedPositionalEncoding`).
     """
 
     def __init__(
@@ -42,6 +48,8 @@ class Transformer(nn.Module):
         norm_first: bool = False,
         max_len: int = 5000,
         fused: bool = False,
+        d_k: int | None = None,
+        positional: str = "sinusoidal",
     ):
         super().__init__()
         check_positive_int("src_vocab_size", src_vocab_size)
@@ -53,6 +61,8 @@ class Transformer(nn.Module):
                 f"src_vocab_size={src_vocab_size} and tgt_vocab_size={tgt_vocab_size}"
             )
         check_int_in_range("pad_id", pad_id, 0, min(src_vocab_size, tgt_vocab_size))
+        if positional not in POSITIONAL:
+            raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
         self.d_model = d_model
@@ -61,8 +71,11 @@ class Transformer(nn.Module):
 
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
-        self.positional = PositionalEncoding(d_model, dropout, max_len)
-        kw = dict(norm_first=norm_first, fused=fused)
+        if positional == "learned":
+            self.positional = LearnedPositionalEncoding(d_model, dropout, max_len)
+        else:
+            self.positional = PositionalEncoding(d_model, dropout, max_len)
+        kw = dict(norm_first=norm_first, fused=fused, d_k=d_k)
         self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, **kw)
         self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, dropout, **kw)
         self.generator = nn.Linear(d_model, tgt_vocab_size, bias=False)

@@ -84,3 +84,38 @@ class PositionalEncoding(nn.Module):
         if x.dtype == torch.float64:  # exact table for float64 work (the equivalence tests)
             return self.dropout(x + self._pe64[offset:length].to(x.device))
         return self.dropout(x + self.pe[offset:length].to(x.dtype))
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """Adds a trained ``(max_len, d_model)`` table of position embeddings, then applies dropout.
+
+    The alternative the paper tried in table 3, row (E) ("we also experimented with using
+    learned positional embeddings instead, and found that the two versions produced
+    nearly identical results", section 3.5). Unlike the sinusoidal table it has no rows
+    beyond ``max_len``: a longer sequence is a ``ValueError``. Same ``forward(x, offset)``
+    as :class:`PositionalEncoding`.
+    """
+
+    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 256):
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("max_len", max_len)
+        self.d_model = d_model
+        self.max_len = max_len
+        self.embedding = nn.Embedding(max_len, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``x``: ``(batch, seq_len, d_model)`` -> same shape; ``offset`` as in :class:`PositionalEncoding`."""
+        check_tensor("x", x, dim=3)
+        check_floating("x", x)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+        length = offset + x.shape[1]
+        if length > self.max_len:
+            raise ValueError(
+                f"sequence length {length} exceeds max_len={self.max_len} of the learned position table, "
+                "which has no rows beyond it; build it with a larger max_len"
+            )
+        positions = torch.arange(offset, length, device=x.device)
+        return self.dropout(x + self.embedding(positions).to(x.dtype))

@@ -111,7 +111,7 @@ CONFIG_FLAGS = [
     ("d_ff", int), ("dropout", float), ("vocab_size", int), ("min_frequency", int), ("truncate_len", int),
     ("max_tokens", int), ("warmup", int), ("lr_scale", float), ("label_smoothing", float), ("clip_norm", float),
     ("seed", int), ("limit", int), ("eval_limit", int), ("beam_size", int), ("length_penalty", float),
-    ("time_budget_min", float), ("save_every", int),
+    ("time_budget_min", float), ("save_every", int), ("d_k", int), ("positional", str),
 ]  # fmt: skip
 FLAG_ALIASES = {"num_layers": ["--layers"], "num_heads": ["--heads"]}
 SWITCHES = {
