@@ -96,16 +96,20 @@ grade: setup
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=600
+# Two pytest workers (pytest-xdist), one PyTorch thread each: a 2-core machine runs two test files or
+# notebooks at once. --dist loadfile keeps every cell of a notebook, in order, in one worker's kernel.
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadfile
 # The exercise test (every chapter again, with its answer cells filled) runs in test-portable,
 # which CI runs after this: the two together check everything, each within its time budget.
 test: lint book data
-	$(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly -m "not exercises" tests notebooks
+	$(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not exercises" tests notebooks
 
 # The same package tests and notebooks on another kernel set: PyTorch's generic (non-SIMD) CPU code
 # and one thread, as on a reader's laptop that differs from the machine the outputs were stored on.
 # The site checks need the build of `make test`, so they are left to it.
 test-portable: setup data
-	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly -m "not site" tests notebooks
+	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not site" tests notebooks
 
 outputs: setup
 	$(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
