@@ -82,6 +82,9 @@ def hardware() -> str:
 
 
 def run_one(name: str, row: str, change: dict, seed: int, jobs: int) -> dict:
+    """Train one row with the CLI (its output in runs/ablations/NAME.log), then write its JSON."""
+    import torch
+
     cmd = command(name, change, seed)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     start = time.perf_counter()
@@ -90,34 +93,42 @@ def run_one(name: str, row: str, change: dict, seed: int, jobs: int) -> dict:
     with log.open("w") as fh:
         subprocess.run([sys.executable, *cmd[1:]], cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, check=True)
     wall = time.perf_counter() - start
-    metrics = json.loads((RUNS / name / "metrics.json").read_text())
-    last = metrics["history"][-1]
-    import torch
+    run = {"hardware": hardware(), "torch": torch.__version__, "threads": 1, "runs_at_once": jobs,
+           "date": date.today().isoformat(), "wall_seconds": round(wall, 1)}  # fmt: skip
+    result = reduce(name, row, change, seed, run)
+    print(f"{name}: val ppl {result['val_ppl']:.2f}, BLEU {result['bleu']:.2f}, {wall:.0f} s", flush=True)
+    return result
 
+
+def reduce(name: str, row: str, change: dict, seed: int, run: dict) -> dict:
+    """``book/ablations/NAME.json`` from the run's metrics.json and ``run`` (where, when and how long)."""
+    metrics = json.loads((RUNS / name / "metrics.json").read_text())
+    history = metrics["history"]
+    last = history[-1]
+    first_epoch = next(h["step"] for h in history if h["complete"])
     result = {
         "name": name,
         "row": row,
         "change": change,
         "seed": seed,
-        "command": shlex.join(cmd),
-        "hardware": hardware(),
-        "torch": torch.__version__,
-        "threads": 1,
-        "runs_at_once": jobs,
-        "date": date.today().isoformat(),
-        "wall_seconds": round(wall, 1),
+        "command": shlex.join(command(name, change, seed)),
+        **run,
         "steps": metrics["steps"],
+        "epochs": round(metrics["steps"] / first_epoch, 2),
         "parameters": metrics["parameters"],
         "config": {k: metrics["config"][k] for k in CONFIG_KEYS},
         "val_loss": round(last["val_loss"], 4),
         "val_ppl": round(last["val_ppl"], 3),
+        "history": [{"step": h["step"], "val_ppl": round(h["val_ppl"], 3)} for h in history],
         "bleu": metrics["bleu"],
         "bleu_signature": metrics["bleu_signature"],
         "beam_size": metrics["beam_size"],
     }
     (OUT / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{name}: val ppl {result['val_ppl']:.2f}, BLEU {result['bleu']:.2f}, {wall:.0f} s", flush=True)
     return result
+
+
+RUN_KEYS = ("hardware", "torch", "threads", "runs_at_once", "date", "wall_seconds")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,11 +137,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--force", action="store_true", help="run again even if the JSON exists")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--list", action="store_true", help="print the commands and stop")
+    parser.add_argument(
+        "--reduce-only", action="store_true", help="rewrite the JSON of finished runs from runs/ablations/, no training"
+    )
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     todo = [r for r in RUNS_TABLE if (not args.only or r[0] in args.only)]
     if not args.force:
         todo = [r for r in todo if not (OUT / f"{r[0]}.json").exists()]
+    if args.reduce_only:
+        for name, row, change, seed in RUNS_TABLE:
+            if (OUT / f"{name}.json").exists() and (RUNS / name / "metrics.json").exists():
+                old = json.loads((OUT / f"{name}.json").read_text())
+                reduce(name, row, change, seed, {k: old[k] for k in RUN_KEYS})
+        return
     if args.list:
         for name, _, change, seed in todo:
             print(name, shlex.join(command(name, change, seed)))
