@@ -107,6 +107,12 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch08-ex2", [('"beam" if b > g else "greedy"', '"beam" if b < g else "greedy"')]),  # more negative = better
         ("ch08-ex3", [("model.decoder.layers[0].cross_attn", "model.decoder.layers[1].cross_attn")]),  # another layer
     ],
+    "09_what_the_paper_measured.ipynb": [
+        ("ch09-ex1", [("h[0, -1].sum().backward()", "h[0, 1].sum().backward()")]),  # a position next to the first
+        ("ch09-ex2", [('8 * TFLOPS["P100"]', 'TFLOPS["P100"]')]),  # one GPU
+        ("ch09-ex2", [('TFLOPS["P100"] * 1e12 for steps', 'TFLOPS["K80"] * 1e12 for steps')]),  # another GPU's rate
+        ("ch09-ex3", [("[pre_tokenized(sub_refs)]", "[sub_refs]")]),  # the references left untokenized
+    ],
     "A_forward_pass_numpy.ipynb": [
         ("chA-ex1", [("total = sum(a.size for a in params.values())", "total = len(params)")]),  # arrays, not numbers
         ("chA-ex1", [('attn = {name.rsplit(".", 2)[0] for name', "attn = {name for name")]),  # arrays, not modules
