@@ -318,9 +318,12 @@ def test_quiz_answers_on_the_static_site(context, server, page_path):
     wrong = next(a for a in first["answers"] if not a["correct"])
     right = next(a for a in first["answers"] if a["correct"])
     feedback = page.locator(".Feedback").first
+    expect = pytest.importorskip("playwright.sync_api").expect  # retries until the page has updated
     page.locator(".MCButton", has_text=wrong["answer"]).first.click()
-    assert "incorrect" in feedback.get_attribute("class") and wrong["feedback"][:30] in feedback.inner_text()
+    expect(feedback).to_have_class(re.compile(r"(^|\s)incorrect(\s|$)"))
+    expect(feedback).to_contain_text(wrong["feedback"][:30])
     page.locator(".MCButton", has_text=right["answer"]).first.click()
-    assert "correct" in feedback.get_attribute("class").split() and right["feedback"][:30] in feedback.inner_text()
+    expect(feedback).to_have_class(re.compile(r"(^|\s)correct(\s|$)"))
+    expect(feedback).to_contain_text(right["feedback"][:30])
     page.close()
     assert not errors, f"JavaScript errors on {page_path}: {errors}"
