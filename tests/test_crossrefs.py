@@ -39,6 +39,7 @@ PROMISES = {
     ("glossary.md", "5", "measures"): "Gradients at initialisation",
     ("05_encoder.ipynb", "7", "adds"): "second-moment",
     ("07_full_model.ipynb", "5", "shows"): "Gradients at initialisation",
+    ("glossary.md", "10", "derives"): "online softmax",
 }
 PROMISE_VERBS = (
     "shows|plots|trains|implements|explains|derives|measures|builds|covers|proves|compares|checks|uses|"

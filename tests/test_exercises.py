@@ -113,6 +113,27 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch09-ex2", [('TFLOPS["P100"] * 1e12 for steps', 'TFLOPS["K80"] * 1e12 for steps')]),  # another GPU's rate
         ("ch09-ex3", [("[pre_tokenized(sub_refs)]", "[sub_refs]")]),  # the references left untokenized
     ],
+    "10_after_the_paper.ipynb": [
+        ("ch10-ex1", [("2 ** (-8 / n_heads * (head + 1))", "2 ** (-8 / n_heads * head)")]),  # heads from 1
+        ("ch10-ex1", [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = slope * (10 - 4)")]),  # a bonus, not a penalty
+        (
+            "ch10-ex2",
+            [
+                ("l = np.exp(m_a - m) * l_a + np.exp(m_b - m) * l_b", "l = l_a + l_b"),
+                ("o = np.exp(m_a - m) * o_a + np.exp(m_b - m) * o_b", "o = o_a + o_b"),
+            ],
+        ),  # no rescaling to the common maximum
+        (
+            "ch10-ex3",
+            [
+                (
+                    '"mask": p * 0.8, "random": p * 0.1, "unchanged": p * 0.1',
+                    '"mask": 0.8, "random": 0.1, "unchanged": 0.1',
+                )
+            ],
+        ),
+        ("ch10-ex3", [('"predicted": p}', '"predicted": p * 0.8}')]),  # only the [MASK]ed ones
+    ],
     "A_forward_pass_numpy.ipynb": [
         ("chA-ex1", [("total = sum(a.size for a in params.values())", "total = len(params)")]),  # arrays, not numbers
         ("chA-ex1", [('attn = {name.rsplit(".", 2)[0] for name', "attn = {name for name")]),  # arrays, not modules
