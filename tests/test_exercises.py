@@ -119,7 +119,7 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         (
             "ch10-ex2",
             [
-                ("l = np.exp(m_a - m) * l_a + np.exp(m_b - m) * l_b", "l = l_a + l_b"),
+                ("ell = np.exp(m_a - m) * l_a + np.exp(m_b - m) * l_b", "ell = l_a + l_b"),
                 ("o = np.exp(m_a - m) * o_a + np.exp(m_b - m) * o_b", "o = o_a + o_b"),
             ],
         ),  # no rescaling to the common maximum
