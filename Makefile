@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade hub-links
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -33,9 +33,16 @@ help:
 	@echo "make clean    remove build outputs (keeps .venv)"
 
 # The virtual environment is rebuilt when it is missing or older than the requirements.
+# On Linux, torch comes first from PyTorch's CPU index: PyPI's Linux wheel of the same version is
+# the CUDA build, with about 3 GB of nvidia-* packages the book never uses. macOS takes PyPI's
+# wheel (CPU and Apple GPU). For a CUDA build on Linux: make setup TORCH_INDEX=
+TORCH_INDEX ?= $(if $(filter Linux,$(shell uname -s)),https://download.pytorch.org/whl/cpu)
+TORCH_PIN := $(shell grep -m1 '^torch==' requirements.txt)
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_PIN)" \
+	  --index-url $(TORCH_INDEX) || echo "setup: $(TORCH_INDEX) could not be reached; torch comes from the default index")
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $(STAMP)
 
@@ -86,12 +93,15 @@ student: setup
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
 # Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
-# submissions go in _grading/submitted/<student>/<assignment>/<assignment>.ipynb; scores in _grading/grades.csv.
+# submissions go in _grading/submitted/<student>/<assignment>/<assignment>.ipynb; scores in
+# _grading/grades.csv. Every submission runs in a sandbox (tools/grade.py; the instructor guide).
 grade: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
-	cd _grading && PATH="$(abspath $(BIN)):$$PATH" nbgrader autograde $(or $(A),assignment1) --create
-	cd _grading && PATH="$(abspath $(BIN)):$$PATH" nbgrader export --to grades.csv
-	@echo "scores: _grading/grades.csv"
+	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(GRADE_FLAGS)
+
+# An nbgitpuller link per chapter for a JupyterHub, from _config.yml's repository.url.
+hub-links: setup
+	$(BIN)/python tools/hub_links.py $(HUB_FLAGS)
 
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.

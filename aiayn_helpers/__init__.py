@@ -35,7 +35,7 @@ from .attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, PositionwiseFeedForward
 from .model import Transformer
 from .positional import LearnedPositionalEncoding, PositionalEncoding, sinusoidal_encoding
-from .utils import count_parameters, seed_everything, setup_notebook
+from .utils import count_parameters, expect_error, seed_everything, setup_notebook
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,7 @@ __all__ = [
     "count_parameters",
     "seed_everything",
     "setup_notebook",
+    "expect_error",
 ]
 
 # chapter 7: decoding

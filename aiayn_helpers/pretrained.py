@@ -3,9 +3,11 @@
 ``aiayn_helpers/pretrained/<name>/`` holds four files, written by
 ``tools/export_pretrained.py`` from a training run's checkpoint:
 
-* ``weights.pt``: the model's state dict in float16 (``torch.load(weights_only=True)``);
+* ``weights.safetensors``: the model's state dict in float16, in the safetensors format
+  (a header of names, shapes and dtypes, then raw numbers: nothing is unpickled);
 * ``tokenizer.json``: the shared German-English BPE tokenizer;
-* ``config.json``: the run's :class:`~aiayn_helpers.config.Config`;
+* ``config.json``: the run's :class:`~aiayn_helpers.config.Config`, with the beam size and
+  length penalty chosen on the validation split, which :func:`translate` uses by default;
 * ``manifest.json``: the SHA-256 of the three files above, the training command,
   hardware, time and epochs, and the test2016 sacreBLEU of these weights.
 
@@ -29,10 +31,19 @@ from .config import build_model, config_from_dict
 from .translate import translate as _translate
 
 ROOT = Path(__file__).with_name("pretrained")
-FILES = ("weights.pt", "tokenizer.json", "config.json")  # what the manifest's hashes cover
+FILES = ("weights.safetensors", "tokenizer.json", "config.json")  # what the manifest's hashes cover
 MANIFEST = "manifest.json"
 
-__all__ = ["available_models", "load_pretrained", "load_pretrained_dir", "read_manifest", "sha256", "translate"]
+__all__ = [
+    "available_models",
+    "load_pretrained",
+    "load_pretrained_dir",
+    "read_manifest",
+    "read_safetensors",
+    "sha256",
+    "translate",
+    "write_safetensors",
+]
 
 
 def sha256(path: str | os.PathLike) -> str:
@@ -99,7 +110,7 @@ def load_pretrained_dir(
     try:
         tokenizer = Tokenizer.from_str((directory / "tokenizer.json").read_text(encoding="utf-8"))
         cfg = config_from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
-        weights = torch.load(directory / "weights.pt", map_location="cpu", weights_only=True)
+        weights = read_safetensors(directory / "weights.safetensors")
     except Exception as err:  # files that match their hashes but do not parse: a bad export
         raise ValueError(f"could not read the model in {directory}: {err}") from err
     model = build_model(cfg, tokenizer.get_vocab_size())
@@ -107,21 +118,68 @@ def load_pretrained_dir(
         model.load_state_dict({k: v.to(torch.float32) for k, v in weights.items()})
     except (RuntimeError, AttributeError) as err:
         raise ValueError(f"the weights in {directory} do not fit its config: {err}") from err
-    return model.to(dtype).eval(), tokenizer
+    model = model.to(dtype).eval()
+    # the decoding settings chosen for this model on the validation split: translate()'s defaults
+    model.decoding_defaults = {"beam_size": cfg.beam_size, "length_penalty": cfg.length_penalty}
+    return model, tokenizer
+
+
+def write_safetensors(state_dict: dict[str, torch.Tensor], path: str | os.PathLike, dtype=torch.float16) -> None:
+    """Write a state dict as ``.safetensors``, floating tensors in ``dtype``.
+
+    Tied weights (one tensor under several names, such as the shared embeddings and the
+    output projection) are stored once; the other names are kept in the file's metadata
+    as ``aliases`` (safetensors refuses shared tensors), and :func:`read_safetensors`
+    restores them.
+    """
+    from safetensors.torch import save_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    aliases: dict[str, str] = {}
+    first_name: dict[tuple, str] = {}
+    for name, value in state_dict.items():
+        key = (value.untyped_storage().data_ptr(), value.storage_offset(), tuple(value.shape), tuple(value.stride()))
+        if key in first_name:
+            aliases[name] = first_name[key]
+            continue
+        first_name[key] = name
+        value = value.detach().to("cpu")
+        tensors[name] = (value.to(dtype) if value.is_floating_point() else value).contiguous()
+    save_file(tensors, str(path), metadata={"format": "pt", "aliases": json.dumps(aliases, sort_keys=True)})
+
+
+def read_safetensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """The tensors of a ``.safetensors`` file on the CPU, tied names restored (see :func:`write_safetensors`)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt", device="cpu") as f:
+        tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
+        aliases = json.loads((f.metadata() or {}).get("aliases", "{}"))
+    for alias, name in aliases.items():
+        tensors[alias] = tensors[name]
+    return tensors
 
 
 def translate(
     model: nn.Module,
     tokenizer,
     sentences: Sequence[str],
-    beam_size: int = 4,
-    length_penalty: float = 0.6,
+    beam_size: int | None = None,
+    length_penalty: float | None = None,
+    batch_size: int = 64,
+    progress: bool = False,
 ) -> list[str]:
     """Translate plain German ``sentences`` into detokenized English, in their order.
 
-    Beam search with the GNMT length penalty (the paper's beam 4 and alpha 0.6 by
-    default; ``beam_size=1`` is greedy decoding), with a key/value cache.
+    Beam search with the GNMT length penalty and a key/value cache; ``beam_size=1`` is
+    greedy decoding. ``None`` takes the model's own settings, chosen on the validation
+    split and stored in its ``config.json`` (:func:`load_pretrained` attaches them as
+    ``model.decoding_defaults``), or the paper's beam 4 and alpha 0.6 for a model without
+    them. ``progress=True`` shows a progress bar on standard error, one step per batch.
     """
+    defaults = {"beam_size": 4, "length_penalty": 0.6, **getattr(model, "decoding_defaults", {})}
+    beam_size = defaults["beam_size"] if beam_size is None else beam_size
+    length_penalty = defaults["length_penalty"] if length_penalty is None else length_penalty
     if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences):
         raise ValueError(
             "sentences must be a list of strings (one per sentence), "
@@ -130,6 +188,7 @@ def translate(
         )
     check_positive_int("beam_size", beam_size)
     check_non_negative_number("length_penalty", length_penalty)
+    check_positive_int("batch_size", batch_size)
     if not sentences:
         return []
-    return _translate(model, tokenizer, list(sentences), beam_size, length_penalty)
+    return _translate(model, tokenizer, list(sentences), beam_size, length_penalty, batch_size, progress)

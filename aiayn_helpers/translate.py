@@ -77,3 +77,9 @@ def translate_and_score(
     metric = BLEU()
     score = metric.corpus_score(hyps, [[en for _, en in pairs]])
     return score, str(metric.get_signature()), hyps
+
+
+if __name__ == "__main__":  # `python -m aiayn_helpers.translate "Ein Hund läuft."`: the translator's command line
+    from .cli import translate_main
+
+    sys.exit(translate_main(prog="python -m aiayn_helpers.translate"))

@@ -47,3 +47,33 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
     )
     plt.rcParams["axes.spines.top"] = False
     plt.rcParams["axes.spines.right"] = False
+
+
+class expect_error:  # noqa: N801 (used as a context manager: ``with ah.expect_error(...)``)
+    """Run a block that shows a mistake failing on purpose, and keep the notebook going.
+
+    ``with ah.expect_error(AssertionError): assert ...`` catches the error, prints its type
+    and message (so a reader running all cells sees what went wrong and Run All reaches
+    the end of the chapter), and raises ``AssertionError`` itself when the block does
+    *not* fail, or fails with another type, or with a message lacking ``match``: the
+    demonstration is still checked every time the notebook runs.
+    """
+
+    def __init__(self, error: type[BaseException] = Exception, match: str | None = None):
+        if not (isinstance(error, type) and issubclass(error, BaseException)):
+            raise ValueError(f"error must be an exception class, got {error!r}")
+        self.error, self.match = error, match
+
+    def __enter__(self) -> expect_error:
+        return self
+
+    def __exit__(self, kind, value, tb) -> bool:
+        if kind is None:
+            raise AssertionError(f"expected {self.error.__name__}, but the block ran without an error")
+        if not issubclass(kind, self.error):
+            return False  # an unexpected error propagates with its own traceback
+        message = str(value)
+        if self.match is not None and self.match not in message:
+            raise AssertionError(f"expected {self.error.__name__} saying {self.match!r}, got {message!r}") from value
+        print(f"{kind.__name__}: {message}" if message else kind.__name__)
+        return True

@@ -1,14 +1,20 @@
-"""Turn a training checkpoint into the shipped model ``aiayn_helpers/pretrained/<name>/``.
+"""Turn a training run into the shipped model ``aiayn_helpers/pretrained/<name>/``.
 
-    python tools/export_pretrained.py runs/ship/epoch016.pt --command "python -m ..." \
-        --hardware "2-core AMD EPYC, shared" --time "9 h 10 min" --notes runs/ship/FINAL
+    python tools/export_pretrained.py runs/ship/last.pt --average 5 --beam-size 4 --length-penalty 1.0 \
+        --command "python -m ..." --hardware "2-core AMD EPYC, alone" --time "1 h 35 min" \
+        --loadavg runs/ship/loadavg.log --notes runs/ship/FINAL
 
 ``CHECKPOINT`` is a run's ``last.pt`` or one of its ``epochNNN.pt`` files (``--keep-epochs``);
-the tokenizer and the config always come from the run's ``last.pt`` beside it. The
-weights are stored in float16; then the exported model is loaded back exactly as
+``--average N`` exports instead the mean of the run's last N ``epochNNN.pt`` files
+(the paper's section 6.1). The tokenizer and the config always come from the run's
+``last.pt``; ``--beam-size`` and ``--length-penalty`` (chosen on the validation split
+with ``python -m aiayn_helpers.evaluate``) are written into ``config.json``, where
+``aiayn_helpers.translate`` takes its defaults. The weights are stored as float16
+safetensors; then the exported model is loaded back exactly as
 ``aiayn_helpers.load_pretrained`` loads it (float32) and translates test2016 with
-``aiayn_helpers.translate`` (beam 4, alpha 0.6), as chapter 8 does, and the manifest
-records the score, the training details and the SHA-256 of every file.
+``aiayn_helpers.translate`` and its defaults, as chapter 8 does, once; the manifest
+records the score with its brevity penalty, the training details (with the load
+average sampled during training) and the SHA-256 of every file.
 Needs the Multi30k corpus ($AIAYN_DATA_DIR or the download cache).
 """
 
@@ -24,54 +30,80 @@ from pathlib import Path
 
 import torch
 
-from aiayn_helpers.checkpoint import load_checkpoint
-from aiayn_helpers.pretrained import FILES, MANIFEST, ROOT, load_pretrained_dir, sha256
+from aiayn_helpers.checkpoint import average_checkpoints, epoch_checkpoints, load_checkpoint
+from aiayn_helpers.config import build_model
+from aiayn_helpers.pretrained import FILES, MANIFEST, ROOT, load_pretrained_dir, sha256, write_safetensors
 
 MAX_BYTES = 16 * 1024 * 1024
 
 
-def export_weights(checkpoint: Path, out: Path) -> dict:
-    """Write ``weights.pt``, ``tokenizer.json`` and ``config.json`` into ``out``; return facts for the manifest."""
+def export_weights(checkpoint: Path, out: Path, average: int, beam_size: int, length_penalty: float) -> dict:
+    """Write the weights, ``tokenizer.json`` and ``config.json`` into ``out``; return facts for the manifest."""
     run = load_checkpoint(checkpoint.parent / "last.pt" if checkpoint.name != "last.pt" else checkpoint)
-    weights_file = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    if not isinstance(weights_file, dict) or "model" not in weights_file:
-        raise ValueError(f"{checkpoint} holds no 'model' state dict")
-    # float16 halves the file; shared tensors (embeddings and generator) stay shared
-    half = {}
-    seen: dict[int, torch.Tensor] = {}
-    for k, v in weights_file["model"].items():
-        key = v.data_ptr()
-        if key not in seen:
-            seen[key] = v.to(torch.float16) if v.is_floating_point() else v
-        half[k] = seen[key]
+    if average:
+        paths = epoch_checkpoints(checkpoint.parent)[-average:]
+        if len(paths) < average:
+            raise SystemExit(f"--average {average}: {checkpoint.parent} holds only {len(paths)} epoch files")
+        weights, used = average_checkpoints(paths), [p.name for p in paths]
+        position = torch.load(paths[-1], map_location="cpu", weights_only=True)
+    else:
+        position = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        if not isinstance(position, dict) or "model" not in position:
+            raise ValueError(f"{checkpoint} holds no 'model' state dict")
+        weights, used = position["model"], [checkpoint.name]
+    cfg = dataclasses.replace(run["config"], beam_size=beam_size, length_penalty=length_penalty)
+    from tokenizers import Tokenizer
+
+    model = build_model(cfg, Tokenizer.from_str(run["tokenizer"]).get_vocab_size())
+    model.load_state_dict(weights)  # the model ties its shared weights; the file stores them once
     out.mkdir(parents=True, exist_ok=True)
-    torch.save(half, out / "weights.pt")
+    for stale in ("weights.pt",):  # the pickled format of earlier exports
+        (out / stale).unlink(missing_ok=True)
+    write_safetensors(model.state_dict(), out / "weights.safetensors", dtype=torch.float16)
     (out / "tokenizer.json").write_text(run["tokenizer"], encoding="utf-8")
-    (out / "config.json").write_text(json.dumps(dataclasses.asdict(run["config"]), indent=1) + "\n", encoding="utf-8")
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1) + "\n", encoding="utf-8")
     return {
-        "checkpoint": checkpoint.name,
-        "epoch": int(weights_file.get("epoch", run["epoch"])),
-        "step": int(weights_file.get("step", run["step"])),
-        "parameters": sum(v.numel() for v in seen.values() if v.is_floating_point()),
+        "checkpoints": used,
+        "averaged": len(used),
+        "epoch": int(position.get("epoch", run["epoch"])),
+        "step": int(position.get("step", run["step"])),
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
+
+
+def load_average(log: Path) -> dict:
+    """Summary of a file of ``HH:MM:SS l1 l5 l15 ...`` lines (``/proc/loadavg`` sampled each minute)."""
+    one = [float(line.split()[1]) for line in log.read_text().splitlines() if len(line.split()) >= 4]
+    if not one:
+        raise SystemExit(f"{log} holds no load-average samples")
+    return {
+        "samples": len(one),
+        "one_minute_min": min(one),
+        "one_minute_median": sorted(one)[len(one) // 2],
+        "one_minute_max": max(one),
     }
 
 
 def score_test2016(out: Path) -> dict:
-    """The exported model's test2016 sacreBLEU, beam 4, alpha 0.6, float32 (as chapter 8 recomputes it)."""
+    """The exported model's test2016 sacreBLEU through ``aiayn_helpers.translate`` and its defaults (float32)."""
+    from sacrebleu.metrics import BLEU
+
     from aiayn_helpers.data import load_multi30k
-    from aiayn_helpers.translate import translate_and_score
+    from aiayn_helpers.pretrained import translate
 
     model, tokenizer = load_pretrained_dir(out)
     pairs = load_multi30k("test2016")
     start = time.perf_counter()
-    score, signature, _ = translate_and_score(model, tokenizer, pairs, beam_size=4, length_penalty=0.6)
+    hyps = translate(model, tokenizer, [de for de, _ in pairs])
+    metric = BLEU()
+    score = metric.corpus_score(hyps, [[en for _, en in pairs]])
     return {
         "score": round(score.score, 2),
+        "brevity_penalty": round(score.bp, 3),
         "full": str(score),
-        "signature": signature,
+        "signature": str(metric.get_signature()),
         "sentences": len(pairs),
-        "beam_size": 4,
-        "length_penalty": 0.6,
+        **model.decoding_defaults,
         "dtype": "float32",
         "seconds": round(time.perf_counter() - start, 1),
     }
@@ -80,6 +112,10 @@ def score_test2016(out: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", type=Path, help="a run's last.pt or epochNNN.pt")
+    parser.add_argument("--average", type=int, default=0, help="export the mean of the run's last N epoch files")
+    parser.add_argument("--beam-size", type=int, required=True, help="chosen on the validation split")
+    parser.add_argument("--length-penalty", type=float, required=True, help="chosen on the validation split")
+    parser.add_argument("--loadavg", type=Path, help="the load average sampled during training (one line a minute)")
     parser.add_argument("--name", default="multi30k", help="the folder under aiayn_helpers/pretrained")
     parser.add_argument("--out", type=Path, help="write here instead of aiayn_helpers/pretrained/NAME")
     parser.add_argument("--command", required=True, help="the training command")
@@ -92,17 +128,23 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     out = args.out or ROOT / args.name
-    facts = export_weights(args.checkpoint, out)
-    size = (out / "weights.pt").stat().st_size
+    facts = export_weights(args.checkpoint, out, args.average, args.beam_size, args.length_penalty)
+    size = (out / "weights.safetensors").stat().st_size
     if size > MAX_BYTES:
-        raise SystemExit(f"weights.pt is {size} bytes, more than the {MAX_BYTES} allowed")
+        raise SystemExit(f"weights.safetensors is {size} bytes, more than the {MAX_BYTES} allowed")
     manifest = {
         "name": args.name,
         "sha256": {f: sha256(out / f) for f in FILES},
         "bytes": {f: (out / f).stat().st_size for f in FILES},
         "weights_dtype": "float16",
         **facts,
-        "training": {"command": args.command, "hardware": args.hardware, "time": args.time, "epochs": facts["epoch"]},
+        "training": {
+            "command": args.command,
+            "hardware": args.hardware,
+            "time": args.time,
+            "epochs": facts["epoch"],
+            **({"load_average": load_average(args.loadavg)} if args.loadavg else {}),
+        },
         "notes": args.notes.read_text(encoding="utf-8").strip() if args.notes else "",
         "exported": datetime.date.today().isoformat(),
         "torch": torch.__version__,

@@ -1,7 +1,11 @@
 """Keep the repository URL in one place: ``_config.yml`` (``repository.url``).
 
 The site's launch and repository buttons read it there; each notebook's hidden Colab
-cell installs the package from it. This tool copies the URL into the Colab cells:
+cell installs the package, with its reader set (``aiayn_helpers[reader]``), from the
+release tag of that repository: ``v`` and the version in ``pyproject.toml``. Publishing
+a release is therefore: set the URL, bump the version, run this tool, commit, then
+``git tag vX.Y.Z && git push --tags``. This tool copies the URL and the tag into the
+Colab cells:
 
     python tools/set_repository_url.py                      # after editing _config.yml by hand
     python tools/set_repository_url.py https://github.com/OWNER/REPO   # set it in both places
@@ -20,11 +24,24 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "_config.yml"
-INSTALL = re.compile(r'"aiayn_helpers(?P<extras>\[[a-z,]+\])? @ git\+(?P<url>[^"]*)"')
+PYPROJECT = ROOT / "pyproject.toml"
+INSTALL = re.compile(r'"aiayn_helpers(?P<extras>\[[a-z,]+\])? @ git\+(?P<url>[^"@]*)(?:@(?P<ref>[^"]+))?"')
 
 
 def repository_url(config: Path = CONFIG) -> str:
     return yaml.safe_load(config.read_text())["repository"]["url"]
+
+
+def release_tag(pyproject: Path = PYPROJECT) -> str:
+    """The git tag a Colab cell installs: ``v`` and the package's version."""
+    import tomllib
+
+    return "v" + tomllib.loads(pyproject.read_text())["project"]["version"]
+
+
+def install_specs(source: str) -> list[tuple[str, str, str | None]]:
+    """``(extras, url, ref)`` of every install of the package in a Colab cell."""
+    return [(m.group("extras") or "", m.group("url"), m.group("ref")) for m in INSTALL.finditer(source)]
 
 
 def installed_from(source: str) -> list[str]:
@@ -46,7 +63,7 @@ def sync_notebooks(url: str, notebooks: list[Path]) -> list[Path]:
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         cell = next(c for c in nb.cells if c.cell_type == "code")
-        new = INSTALL.sub(lambda m: f'"aiayn_helpers{m.group("extras") or ""} @ git+{url}"', cell.source)
+        new = INSTALL.sub(lambda m: f'"aiayn_helpers[reader] @ git+{url}@{release_tag()}"', cell.source)
         if new != cell.source:
             cell.source = new
             nbformat.write(nb, path)

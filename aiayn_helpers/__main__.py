@@ -1,0 +1,7 @@
+"""``python -m aiayn_helpers translate|train|evaluate ...`` (see :mod:`aiayn_helpers.cli`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
