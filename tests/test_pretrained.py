@@ -13,7 +13,15 @@ import pytest
 import torch
 
 import aiayn_helpers as ah
-from aiayn_helpers.pretrained import FILES, MANIFEST, ROOT, load_pretrained_dir, read_manifest, sha256
+from aiayn_helpers.pretrained import (
+    FILES,
+    MANIFEST,
+    ROOT,
+    load_pretrained_dir,
+    read_manifest,
+    read_safetensors,
+    sha256,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "multi30k"
@@ -70,14 +78,17 @@ def test_manifest_hashes_size_and_details():
     assert sorted(p.name for p in SHIPPED.iterdir()) == sorted([*FILES, MANIFEST])
     for file in FILES:
         assert manifest["sha256"][file] == sha256(SHIPPED / file)
-    assert (SHIPPED / "weights.pt").stat().st_size <= 16 * 1024 * 1024
-    weights = torch.load(SHIPPED / "weights.pt", weights_only=True)
+    assert (SHIPPED / "weights.safetensors").stat().st_size <= 16 * 1024 * 1024
+    assert not list(SHIPPED.glob("*.pt")), "the shipped weights are safetensors, never a pickle"
+    weights = read_safetensors(SHIPPED / "weights.safetensors")
     assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float16}
     training = manifest["training"]
     assert all(training[k] for k in ("command", "hardware", "time", "epochs"))
     assert "aiayn_helpers.train" in training["command"]
     bleu = manifest["test2016_bleu"]
-    assert bleu["sentences"] == 1000 and bleu["beam_size"] == 4 and bleu["length_penalty"] == 0.6
+    config = json.loads((SHIPPED / "config.json").read_text())
+    assert bleu["sentences"] == 1000  # scored with the decoding settings that ah.translate uses by default
+    assert (bleu["beam_size"], bleu["length_penalty"]) == (config["beam_size"], config["length_penalty"])
     assert bleu["full"].startswith(f"BLEU = {bleu['score']:.2f} ")
 
 
@@ -96,7 +107,7 @@ def test_unknown_name_and_bad_files(tmp_path):
             load_pretrained_dir(bad)
     truncated = tmp_path / "truncated"
     shutil.copytree(SHIPPED, truncated)
-    (truncated / "weights.pt").write_bytes((SHIPPED / "weights.pt").read_bytes()[:1000])
+    (truncated / "weights.safetensors").write_bytes((SHIPPED / "weights.safetensors").read_bytes()[:1000])
     with pytest.raises(ValueError, match="corrupt"):
         load_pretrained_dir(truncated)
     (truncated / MANIFEST).unlink()
@@ -140,16 +151,36 @@ def test_export_tool_round_trip(tmp_path):
     run.mkdir()
     save_checkpoint(run / "last.pt", model, opt, make_noam_scheduler(opt, cfg.d_model, cfg.warmup), state, tok, cfg)
     save_epoch_weights(run, model, state)
+    first = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():  # a second epoch's weights, for --average
+        for p in model.parameters():
+            p.add_(1.0)
+    save_epoch_weights(run, model, TrainState(step=6, epoch=2))
+    loadavg = tmp_path / "loadavg.log"
+    loadavg.write_text("10:00:00 2.05 1.90 1.20 3/85 100\n10:01:00 2.31 2.00 1.30 3/85 101\n")
     out = tmp_path / "exported"
     cmd = [sys.executable, str(REPO / "tools" / "export_pretrained.py"), str(run / "epoch001.pt"), "--out", str(out)]
     cmd += ["--command", "python -m aiayn_helpers.train --preset quick", "--hardware", "test", "--time", "1 s"]
+    cmd += ["--beam-size", "3", "--length-penalty", "1.2", "--loadavg", str(loadavg)]
     subprocess.run([*cmd, "--no-bleu"], check=True, capture_output=True, cwd=REPO)
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["epoch"] == 1 and manifest["training"]["epochs"] == 1
+    assert manifest["training"]["load_average"]["one_minute_max"] == 2.31
+    assert manifest["checkpoints"] == ["epoch001.pt"]
     loaded, tokenizer = load_pretrained_dir(out)
     assert tokenizer.to_str() == tok.to_str()
-    for (name, a), b in zip(model.state_dict().items(), loaded.state_dict().values(), strict=True):
+    assert loaded.decoding_defaults == {"beam_size": 3, "length_penalty": 1.2}
+    for (name, a), b in zip(first.items(), loaded.state_dict().values(), strict=True):
         torch.testing.assert_close(b, a.half().float(), rtol=0, atol=0, msg=name)
+    stored = read_safetensors(out / "weights.safetensors")  # tied weights: one tensor, three names
+    assert stored["generator.weight"] is stored["src_embed.weight"] is stored["tgt_embed.weight"]
+    # --average 2: the mean of the two epoch files, the position of the last
+    subprocess.run([*cmd, "--no-bleu", "--average", "2"], check=True, capture_output=True, cwd=REPO)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["checkpoints"] == ["epoch001.pt", "epoch002.pt"] and manifest["epoch"] == 2
+    averaged, _ = load_pretrained_dir(out)
+    for (name, a), b in zip(first.items(), averaged.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, (a + 0.5).half().float(), rtol=1e-3, atol=1e-3, msg=name)
 
 
 def bold_figures(text: str) -> list[str]:
