@@ -1,8 +1,8 @@
 """Multi30k (German -> English), a shared BPE vocabulary and length-bucketed batches.
 
 The corpus is downloaded once from its public source, the ``multi30k/dataset``
-repository on GitHub (folder ``data/task1/raw``), into a cache folder, and every
-file is checked against a SHA-256 sum before it is used. Set ``AIAYN_DATA_DIR``
+repository on GitHub (folder ``data/task1/raw``), into a cache folder by pooch, which
+checks every file against its SHA-256 sum before it keeps it. Set ``AIAYN_DATA_DIR``
 (or pass ``data_dir``) to read a local copy instead: tests and CI never touch the
 network.
 
@@ -15,7 +15,6 @@ import gzip
 import hashlib
 import os
 import random
-import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -60,35 +59,38 @@ def verify_file(path: str | os.PathLike) -> None:
         )
 
 
+def _downloader():
+    """pooch's HTTP downloader (requests underneath), with a tqdm progress bar."""
+    import pooch
+
+    return pooch.HTTPDownloader(progressbar=True, timeout=60)
+
+
 def _download(name: str, folder: Path) -> None:
-    """Fetch one file into ``folder``: written to ``NAME.part``, checked, then renamed (atomic)."""
-    from tqdm.auto import tqdm
+    """Fetch one file into ``folder`` with pooch, which checks its SHA-256 before it keeps it.
+
+    pooch writes to a temporary file beside the target and moves it into place only
+    once the hash matches, so a failed or corrupt download leaves nothing behind.
+    """
+    import pooch
 
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / name
-    partial = folder / (name + ".part")
     try:
-        with urllib.request.urlopen(MULTI30K_URL + name, timeout=60) as response, open(partial, "wb") as out:
-            total = int(response.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=f"Multi30k {name}", leave=False) as bar:
-                for chunk in iter(lambda: response.read(1 << 16), b""):
-                    out.write(chunk)
-                    bar.update(len(chunk))
-    except OSError as err:  # URLError is an OSError
-        partial.unlink(missing_ok=True)
+        pooch.retrieve(
+            MULTI30K_URL + name,
+            known_hash="sha256:" + MULTI30K_SHA256[name],
+            fname=name,
+            path=folder,
+            downloader=_downloader(),
+        )
+    except ValueError as err:  # pooch's hash mismatch
+        raise ValueError(f"checksum mismatch for downloaded {name}: {err}") from err
+    except Exception as err:  # requests' connection errors, OSError
         raise ValueError(
             f"could not download {MULTI30K_URL + name} into {folder}: {err}. Without a network, set "
             "AIAYN_DATA_DIR (or pass data_dir=) to a folder holding the six Multi30k .gz files, "
             f"or copy them into {folder}."
         ) from err
-    try:
-        expected, actual = MULTI30K_SHA256[name], _sha256(partial)
-        if actual != expected:
-            raise ValueError(f"checksum mismatch for downloaded {name}: expected sha256 {expected}, got {actual}")
-    except ValueError:
-        partial.unlink(missing_ok=True)
-        raise
-    partial.replace(target)
 
 
 def cache_dir() -> Path:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import shutil
 import subprocess
-import urllib.error
-import urllib.response
 from pathlib import Path
 
 import pytest
@@ -57,10 +54,10 @@ def tokenizer(small_pairs):
 
 @pytest.fixture
 def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise urllib.error.URLError("network disabled in tests")
+    def refuse(url, output_file, pooch_object):
+        raise ConnectionError("network disabled in tests")
 
-    monkeypatch.setattr(data.urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(data, "_downloader", lambda: refuse)
 
 
 # -- the loader ------------------------------------------------------------------------------------
@@ -111,25 +108,26 @@ def test_missing_files_and_bad_arguments(corpus_dir, tmp_path):
 
 
 def test_download_is_verified(corpus_dir, tmp_path, monkeypatch):
-    """The download path, with urlopen replaced: good bytes are kept, bad bytes are refused."""
+    """The download path, with pooch's HTTP downloader replaced: good bytes are kept, bad bytes are refused."""
     monkeypatch.delenv("AIAYN_DATA_DIR", raising=False)
     monkeypatch.setenv("AIAYN_CACHE_DIR", str(tmp_path / "cache"))
     requested = []
 
-    def fake_urlopen(url, timeout=None):
+    def fake_download(url, output_file, pooch_object):
         requested.append(url)
         name = url.rsplit("/", 1)[1]
         body = (corpus_dir / name).read_bytes()
         if name == "val.de.gz" and corrupt["on"]:
             body = body[:-10]
-        return urllib.response.addinfourl(io.BytesIO(body), {"Content-Length": str(len(body))}, url)
+        Path(output_file).write_bytes(body)
 
     corrupt = {"on": True}
-    monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen)
+    monkeypatch.setattr(data, "_downloader", lambda: fake_download)
     with pytest.raises(ValueError, match=r"checksum mismatch for downloaded val\.de\.gz"):
         multi30k_dir()
     assert not (tmp_path / "cache" / "val.de.gz").exists()  # nothing half-verified is left behind
-    assert not list((tmp_path / "cache").glob("*.part"))
+    kept = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert kept == ["train.de.gz", "train.en.gz"]  # the files before it, checked; no temporary file
     corrupt["on"] = False
     folder = multi30k_dir()
     assert requested[0].startswith("https://raw.githubusercontent.com/multi30k/dataset/")
