@@ -1,0 +1,147 @@
+"""book/figures/: up to date, shown with alt text, self-contained and legible.
+
+tools/diagrams.py draws them; a committed SVG that differs from a fresh drawing
+(byte for byte) fails here, and so does one that no chapter shows.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import diagrams  # noqa: E402
+
+import aiayn_helpers as ah  # noqa: E402
+from aiayn_helpers.config import BASE  # noqa: E402
+
+FIGURES = ROOT / "book" / "figures"
+INSERTS = FIGURES / "INSERTS.md"
+IMAGE = re.compile(r"!\[([^\]]*)\]\(\.\./book/figures/([\w-]+\.svg)\)")
+NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+PLAIN_SIZE = re.compile(r'<text style="[^"]*font-size: ([\d.]+)px')
+# mathtext writes its glyphs one by one
+GLYPH_SIZE = re.compile(r"<tspan [^>]*font-size: ([\d.]+)px")
+# the white rectangle behind the whole figure, matplotlib's first patch
+BACKGROUND = re.compile(
+    r'<g id="patch_1">\s*<path d="M 0 [\d.]+ \s*L [\d.]+ [\d.]+ \s*L [\d.]+ 0 \s*'
+    r'L 0 0 \s*z\s*" style="fill: #ffffff"'
+)
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("figures")
+    diagrams.write_all(folder)
+    return folder
+
+
+def references() -> list[tuple[str, str, str]]:
+    """(where, alt text, file) of each diagram a notebook shows or INSERTS.md lists."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                found += [(path.name, *m) for m in IMAGE.findall(cell.source)]
+    if INSERTS.is_file():
+        found += [(INSERTS.name, *m) for m in IMAGE.findall(INSERTS.read_text())]
+    return found
+
+
+def svg_text(svg: str) -> str:
+    """The words of an SVG: its text, and the strings matplotlib keeps in comments."""
+    comments = re.findall(r"<!-- (.*?) -->", svg)
+    return " ".join(comments + re.findall(r">([^<>]+)</t", svg))
+
+
+def test_committed_diagrams_are_the_drawn_ones(fresh):
+    drawn = sorted(p.name for p in fresh.glob("*.svg"))
+    committed = sorted(p.name for p in FIGURES.glob("*.svg"))
+    assert committed == drawn, "book/figures/ holds other SVGs than the drawn ones"
+    stale = [n for n in drawn if (FIGURES / n).read_bytes() != (fresh / n).read_bytes()]
+    assert not stale, f"out of date (run python tools/diagrams.py): {stale}"
+
+
+def test_check_flag_names_stale_files(tmp_path, fresh, capsys):
+    for path in fresh.glob("*.svg"):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    (tmp_path / "ch05_encoder_layer.svg").write_bytes(b"<svg/>")
+    (tmp_path / "ch02_masks.svg").unlink()
+    names = [Path(p).name for p in diagrams.stale(tmp_path)]
+    assert names == ["ch02_masks.svg", "ch05_encoder_layer.svg"]
+    assert diagrams.main(["--check"]) == 0, capsys.readouterr().out
+
+
+def test_enough_diagrams_in_every_chapter():
+    names = [p.stem for p in FIGURES.glob("*.svg")]
+    assert len(names) >= 16
+    for n in range(1, 9):
+        assert any(name.startswith(f"ch{n:02d}_") for name in names), f"chapter {n}"
+
+
+def test_every_diagram_is_shown_with_alt_text():
+    refs = references()
+    shown = {name for _, _, name in refs}
+    missing = sorted(p.name for p in FIGURES.glob("*.svg") if p.name not in shown)
+    assert not missing, f"shown by no notebook and not in INSERTS.md: {missing}"
+    for where, alt, name in refs:
+        assert (FIGURES / name).is_file(), f"{where} shows {name}, which is not drawn"
+        assert len(alt.split()) > 8 and alt.rstrip().endswith("."), (
+            f"{where}: give {name} alt text of a sentence or more: {alt!r}"
+        )
+        assert "<" not in alt, f"{where}: markdown drops <...> from alt text: {alt!r}"
+
+
+def test_alt_text_numbers_are_on_the_diagram():
+    """A number the alt text states (a size, a weight) is one the diagram prints."""
+    for where, alt, name in references():
+        shown = set(NUMBER.findall(svg_text((FIGURES / name).read_text())))
+        extra = set(NUMBER.findall(alt)) - shown
+        assert not extra, f"{where}: the alt text of {name} states {sorted(extra)}"
+
+
+@pytest.mark.parametrize("path", sorted(FIGURES.glob("*.svg")), ids=lambda p: p.name)
+def test_svg_is_self_contained_and_legible(path):
+    svg = path.read_text()
+    hosts = set(re.findall(r"https?://[^\s\"'<>)]+", svg)) - NAMESPACES
+    assert not hosts, f"the SVG names other hosts: {sorted(hosts)}"
+    assert "<image" not in svg and "base64" not in svg, "drawn, not embedded"
+    assert "<text" in svg, "text must stay text (svg.fonttype none)"
+    assert BACKGROUND.search(svg), "no white background (the site's dark mode)"
+    width_pt = float(re.search(r'<svg[^>]*width="([\d.]+)pt"', svg)[1])
+    assert width_pt <= diagrams.MAX_WIDTH_IN * 72, "too wide to read on a phone"
+    # text sizes, in points of the figure: plain strings at least MIN_FONT_PT, the
+    # glyphs of mathtext ($d_k$) at least 70% of it (a subscript is drawn at 70%)
+    plain = [float(s) for s in PLAIN_SIZE.findall(svg)]
+    glyphs = [float(s) for s in GLYPH_SIZE.findall(svg)]
+    assert plain and min(plain) >= diagrams.MIN_FONT_PT, f"text of {min(plain)} pt"
+    assert min(glyphs, default=99) >= 0.7 * diagrams.MIN_FONT_PT - 1e-9, "subscript"
+    # scaled to a phone (343 CSS px of a 375 px screen), plain text keeps 9 px or more
+    css_width = width_pt * 4 / 3
+    assert min(plain) * 4 / 3 * min(1.0, 343 / css_width) >= 9
+
+
+def test_sizes_come_from_the_config():
+    shown = (diagrams.D_MODEL, diagrams.HEADS, diagrams.D_FF, diagrams.N_LAYERS)
+    assert shown == (BASE.d_model, BASE.num_heads, BASE.d_ff, BASE.num_layers)
+    assert diagrams.D_K == BASE.d_model // BASE.num_heads
+    d_k = BASE.d_model // BASE.num_heads
+    words = svg_text((FIGURES / "ch03_multi_head.svg").read_text())
+    assert f"{BASE.d_model} / {BASE.num_heads} = {d_k}" in words
+    words = svg_text((FIGURES / "ch05_encoder_layer.svg").read_text())
+    assert f"{BASE.d_model}→{BASE.d_ff}→{BASE.d_model}" in words
+    assert f"= {BASE.num_layers}" in words
+
+
+def test_drawn_sinusoids_are_the_package_table():
+    table = ah.sinusoidal_encoding(41, BASE.d_model, dtype=torch.float64)
+    mine = [[diagrams.pe_value(p, c) for c in range(BASE.d_model)] for p in range(41)]
+    mine = torch.tensor(mine, dtype=torch.float64)
+    torch.testing.assert_close(mine, table, atol=1e-12, rtol=0)
