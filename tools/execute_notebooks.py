@@ -7,9 +7,18 @@ with the environment `make test` uses (PYTHONHASHSEED=0, AIAYN_THREADS), so the
 stored outputs are the ones strict nbval will reproduce. Timing metadata that
 nbclient adds is removed, and the kernel is recorded as plain `python3`.
 
-The wall-clock time of each notebook of the book (one under notebooks/) is also
-recorded in book/notebook_times.json, which the instructor guide's syllabus reads
-at build time (pass --no-record to leave it alone).
+The wall-clock time of each notebook of the book (one under notebooks/) and the
+peak resident memory of its kernel are also recorded in book/notebook_times.json,
+which the instructor guide's syllabus and run-time table read at build time (pass
+--no-record to leave it alone). The memory is asked of the kernel itself after the
+last cell (``PEAK_MEMORY_EXPRESSION``: the operating system's high-water mark of
+its resident memory, Linux's VmHWM, plus that of its largest finished child
+process); notebooks/conftest.py asks the same under strict nbval and fails a
+notebook above ``MEMORY_BUDGET_GB``, a classroom hub's share per student.
+
+    python tools/execute_notebooks.py --measure-only notebooks/07_full_model.ipynb
+
+runs and records without rewriting the notebook (a chapter someone else is editing).
 
     python tools/execute_notebooks.py --two-at-once notebooks/07_full_model.ipynb
 
@@ -37,9 +46,25 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 TIMES = ROOT / "book" / "notebook_times.json"
 
+# What one student's notebook may use on a classroom hub (the instructor guide asks the
+# hub's administrator for this much per student): peak resident memory of the kernel and
+# its children, and the time to run a chapter top to bottom alone with one thread.
+MEMORY_BUDGET_GB = 1.5
+TIME_BUDGET_S = 180
 
-def execute(path: Path, write: bool = True) -> float:
+# One Python expression, evaluated in the kernel: its peak resident memory in bytes, plus
+# the largest of its finished children's. ru_maxrss is KiB on Linux (the VmHWM line of
+# /proc/self/status) and bytes on macOS.
+PEAK_MEMORY_EXPRESSION = (
+    "(lambda r, s: sum(r.getrusage(w).ru_maxrss for w in (r.RUSAGE_SELF, r.RUSAGE_CHILDREN))"
+    " * (1 if s.platform == 'darwin' else 1024))(__import__('resource'), __import__('sys'))"
+)
+
+
+def execute(path: Path, write: bool = True) -> tuple[float, int]:
+    """Run ``path`` in a fresh kernel; its seconds and the kernel's peak memory in bytes."""
     nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(f"print({PEAK_MEMORY_EXPRESSION})"))
     start = time.perf_counter()
     client = NotebookClient(
         nb,
@@ -50,6 +75,7 @@ def execute(path: Path, write: bool = True) -> float:
     )
     client.execute()
     elapsed = time.perf_counter() - start
+    peak = int(nb.cells.pop().outputs[0]["text"])
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
@@ -60,7 +86,7 @@ def execute(path: Path, write: bool = True) -> float:
     nb.metadata.pop("jupytext", None)
     if write:
         nbformat.write(nb, path)
-    return elapsed
+    return elapsed, peak
 
 
 def two_at_once(path: Path) -> float:
@@ -87,8 +113,12 @@ def two_at_once(path: Path) -> float:
                 c.unlink(missing_ok=True)
 
 
-def record_time(path: Path, seconds: float, times_file: Path = TIMES, key_name: str = "seconds") -> bool:
+def record_time(
+    path: Path, seconds: float, times_file: Path = TIMES, key_name: str = "seconds", digits: int = 1
+) -> bool:
     """Store `seconds` (as `key_name`) for a notebook of the book in `times_file`; others are ignored.
+
+    The same store keeps the peak memory (``key_name="peak_memory_mb"``, ``digits=0``).
 
     Several processes may execute notebooks at once, so the read-modify-write of the
     JSON file happens under an exclusive lock on it.
@@ -114,7 +144,7 @@ def record_time(path: Path, seconds: float, times_file: Path = TIMES, key_name: 
             entry = {}  # figures from another machine or thread setting would not compare
         entry.update(
             {
-                key_name: round(seconds, 1),
+                key_name: round(seconds, digits) if digits else round(seconds),
                 "date": date.today().isoformat(),
                 "cpu_count": os.cpu_count(),
                 "threads": threads,
@@ -133,15 +163,20 @@ def main(argv: list[str]) -> None:
     flags = {a for a in argv if a.startswith("--")}
     for p in (Path(a) for a in argv if not a.startswith("--")):
         if "--time-only" in flags:  # one copy of --two-at-once: run, print the seconds, write nothing
-            print(f"{execute(p, write=False):.1f}", flush=True)
+            print(f"{execute(p, write=False)[0]:.1f}", flush=True)
             continue
         if "--two-at-once" in flags:
             elapsed, key_name = two_at_once(p), "seconds_two_at_once"
+            peak = None
         else:
-            elapsed, key_name = execute(p), "seconds"
+            elapsed, peak = execute(p, write="--measure-only" not in flags)
+            key_name = "seconds"
         if "--no-record" not in flags:
             record_time(p, elapsed, key_name=key_name)
-        print(f"{elapsed:7.1f} s  {key_name}  {p}", flush=True)
+            if peak is not None:
+                record_time(p, peak / 1e6, key_name="peak_memory_mb", digits=0)
+        memory = "" if peak is None else f"  {peak / 1e9:.2f} GB peak"
+        print(f"{elapsed:7.1f} s{memory}  {key_name}  {p}", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ a broken link, and a new notebook is picked up on the next build.
 
 Each notebook has two figures: ``seconds``, alone with the book's default thread
 setting, and ``seconds_two_at_once``, while a second notebook runs on the same
-machine (a shared classroom server); a figure not measured yet says so.
+machine (a shared classroom server); a figure not measured yet says so. The
+run-time table also shows ``peak_memory_mb``, the peak resident memory of the
+notebook's kernel (alone), and its last row the largest of them: what a classroom
+hub must give each student.
 
 2. Exercise numbers per chapter. sphinx-exercise numbers exercises across the whole
 book (the third chapter's first exercise would be "Exercise 10"); the notebooks'
@@ -105,8 +108,18 @@ def _sum(entries: list[dict | None], key: str) -> float | None:
     return None if not values or any(v is None for v in values) else float(sum(values))
 
 
+def _format_memory(megabytes: float | None) -> str:
+    return "not measured yet" if megabytes is None else f"{megabytes / 1000:.2f} GB"
+
+
+def _largest(entries: list[dict | None], key: str) -> float | None:
+    """The largest ``key`` over ``entries``, or None when any of them lacks it."""
+    values = [e.get(key) if e else None for e in entries]
+    return None if not values or any(v is None for v in values) else float(max(values))
+
+
 class NotebookTimes(_TimesMixin):
-    """One row per notebook: its link and its two measured execution times."""
+    """One row per notebook: its link, its two measured execution times, its peak memory."""
 
     has_content = False
 
@@ -118,9 +131,13 @@ class NotebookTimes(_TimesMixin):
             entries.append(entry)
             if entry:
                 measured.add((entry.get("cpu_count"), entry.get("threads")))
-            rows.append([self.chapter_link(nb)] + [_format_seconds(entry.get(k) if entry else None) for k in KEYS])
-        rows.append(["all notebooks"] + [_format_seconds(_sum(entries, k)) for k in KEYS])
-        table = self.table(["Notebook", "Alone, default threads", "Two notebooks at once"], rows, [50, 25, 25])
+            memory = _format_memory(entry.get("peak_memory_mb") if entry else None)
+            times = [_format_seconds(entry.get(k) if entry else None) for k in KEYS]
+            rows.append([self.chapter_link(nb), *times, memory])
+        largest = "largest: " + _format_memory(_largest(entries, "peak_memory_mb"))
+        rows.append(["all notebooks", *(_format_seconds(_sum(entries, k)) for k in KEYS), largest])
+        header = ["Notebook", "Alone, default threads", "Two notebooks at once", "Peak memory, alone"]
+        table = self.table(header, rows, [40, 20, 20, 20])
         machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
         note = nodes.paragraph(text=f"Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}.")
         return [table, note]
