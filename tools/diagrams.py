@@ -33,6 +33,8 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import torch  # noqa: E402
+
 from aiayn_helpers import causal_mask, padding_mask  # noqa: E402
 from aiayn_helpers.config import BASE  # noqa: E402
 
@@ -56,6 +58,7 @@ EMBED = "#f6c9dc"
 STATE = "#d4edcc"
 GREY = "#e6e6e6"
 INK = "#222222"
+NOTE = "#555555"
 BLOCKED = "#9a9a9a"
 ALLOWED = "#3c8dbc"
 HEAD_COLOURS = [
@@ -88,59 +91,41 @@ STYLE = {
 # --------------------------------------------------------------- helpers
 
 
-def canvas(width: float, height: float):
-    """A figure of ``width`` x ``height`` inches and an axes whose units are inches."""
+def canvas(width: float, height: float, title: str = ""):
+    """A figure ``width`` x ``height`` inches, axes in inches, a bold title on top."""
     assert width <= MAX_WIDTH_IN, f"{width} in is wider than {MAX_WIDTH_IN} in"
     fig = plt.figure(figsize=(width, height))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
     ax.set_axis_off()
+    if title:
+        text(ax, width / 2, height - 0.22, title, weight="bold")
     return fig, ax
 
 
-def box(
-    ax,
-    x,
-    y,
-    w,
-    h,
-    label="",
-    fc=GREY,
-    size=FONT,
-    ec=INK,
-    lw=1.4,
-    weight="normal",
-    color=INK,
-):
-    """A rounded box centred on (x, y), with ``label`` in its middle."""
-    ax.add_patch(
-        FancyBboxPatch(
-            (x - w / 2, y - h / 2),
-            w,
-            h,
-            boxstyle="round,pad=0,rounding_size=0.08",
-            fc=fc,
-            ec=ec,
-            lw=lw,
-        )
-    )
+def box(ax, x, y, w, h, label="", fc=GREY, size=FONT, ec=INK, lw=1.4, **kw):
+    """A rounded box centred on (x, y) with ``label`` (``kw``: for the text)."""
+    corner = (x - w / 2, y - h / 2)
+    rounded = "round,pad=0,rounding_size=0.08"
+    ax.add_patch(FancyBboxPatch(corner, w, h, boxstyle=rounded, fc=fc, ec=ec, lw=lw))
     if label:
-        ax.text(
-            x,
-            y,
-            label,
-            ha="center",
-            va="center",
-            fontsize=size,
-            color=color,
-            weight=weight,
-        )
+        text(ax, x, y, label, size=size, **kw)
 
 
 def text(ax, x, y, s, size=FONT, ha="center", va="center", color=INK, **kw):
     assert size >= MIN_FONT_PT
     ax.text(x, y, s, ha=ha, va=va, fontsize=size, color=color, **kw)
+
+
+def small(ax, x, y, s, **kw):
+    """Shapes, sizes and labels: text at the smallest size."""
+    text(ax, x, y, s, size=SMALL, **kw)
+
+
+def note(ax, x, y, s, **kw):
+    """A remark beside the drawing: small grey text."""
+    small(ax, x, y, s, color=NOTE, **kw)
 
 
 def arrow(ax, start, end, color=INK, lw=1.6, style="-|>", ls="-", rad=0.0):
@@ -187,17 +172,9 @@ def grid(ax, x0, y_top, cell, allowed, rows, cols, title=None):
                 )
             )
     for i, label in enumerate(rows):
-        text(ax, x0 - 0.08, y_top - (i + 0.5) * cell, label, size=SMALL, ha="right")
+        small(ax, x0 - 0.08, y_top - (i + 0.5) * cell, label, ha="right")
     for j, label in enumerate(cols):
-        text(
-            ax,
-            x0 + (j + 0.5) * cell,
-            y_top + 0.08,
-            label,
-            size=SMALL,
-            va="bottom",
-            rotation=90,
-        )
+        small(ax, x0 + (j + 0.5) * cell, y_top + 0.08, label, va="bottom", rotation=90)
     if title:
         text(
             ax,
@@ -219,7 +196,7 @@ def matrix(ax, x0, y0, n_rows, n_cols, cell, fc, label=None, shape=None):
     if label:
         text(ax, x0 + w / 2, y0 + h + 0.07, label, size=FONT, va="bottom")
     if shape:
-        text(ax, x0 + w / 2, y0 - 0.07, shape, size=SMALL, va="top")
+        small(ax, x0 + w / 2, y0 - 0.07, shape, va="top")
     return x0 + w, y0 + h
 
 
@@ -227,7 +204,7 @@ def legend(ax, x, y, items):
     """Small squares with a label each, in a row starting at (x, y)."""
     for colour, label in items:
         ax.add_patch(Rectangle((x, y - 0.09), 0.18, 0.18, fc=colour, ec="white"))
-        text(ax, x + 0.25, y, label, size=SMALL, ha="left")
+        small(ax, x + 0.25, y, label, ha="left")
         x += 0.25 + 0.11 * len(label) + 0.3
 
 
@@ -235,15 +212,7 @@ def legend(ax, x, y, items):
 
 
 def ch01_fixed_context():
-    fig, ax = canvas(5.4, 4.6)
-    text(
-        ax,
-        2.7,
-        4.35,
-        "One context vector c for the whole sentence",
-        size=FONT,
-        weight="bold",
-    )
+    fig, ax = canvas(5.4, 4.6, "One context vector c for the whole sentence")
     xs = [0.65, 1.55, 2.45, 3.35]
     for j, x in enumerate(xs):
         text(ax, x, 0.3, f"$x_{j + 1}$")
@@ -251,10 +220,10 @@ def ch01_fixed_context():
         box(ax, x, 1.2, 0.65, 0.5, f"$h_{j + 1}$", fc=STATE)
         if j:
             arrow(ax, (xs[j - 1] + 0.33, 1.2), (x - 0.33, 1.2))
-    text(ax, 4.55, 1.2, "encoder", size=SMALL, ha="center")
+    small(ax, 4.55, 1.2, "encoder", ha="center")
     box(ax, 3.35, 2.3, 0.8, 0.5, "c", fc=NORM, weight="bold")
     arrow(ax, (3.35, 1.45), (3.35, 2.05))
-    text(ax, 3.85, 1.75, "last state", size=SMALL, ha="left")
+    small(ax, 3.85, 1.75, "last state", ha="left")
     ys = [1.3, 2.5, 3.7]
     for i, x in enumerate(ys):
         box(ax, x, 3.3, 0.65, 0.5, f"$s_{i + 1}$", fc=ATTN)
@@ -263,21 +232,13 @@ def ch01_fixed_context():
         arrow(ax, (3.35, 2.55), (x, 3.05), color="#8a6d00", lw=1.4)
         if i:
             arrow(ax, (ys[i - 1] + 0.33, 3.3), (x - 0.33, 3.3))
-    text(ax, 4.55, 3.3, "decoder", size=SMALL, ha="left")
-    text(ax, 1.1, 2.3, "the same c\nat every step", size=SMALL, color="#8a6d00")
+    small(ax, 4.55, 3.3, "decoder", ha="left")
+    small(ax, 1.1, 2.3, "the same c\nat every step", color="#8a6d00")
     return fig
 
 
 def ch01_attention_context():
-    fig, ax = canvas(5.4, 4.8)
-    text(
-        ax,
-        2.7,
-        4.55,
-        "Attention: a new context $c_i$ per step",
-        size=FONT,
-        weight="bold",
-    )
+    fig, ax = canvas(5.4, 4.8, "Attention: a new context $c_i$ per step")
     xs = [0.65, 1.55, 2.45, 3.35]
     weights = [0.1, 0.6, 0.2, 0.1]  # illustrative: the thickness of each line
     for j, x in enumerate(xs):
@@ -287,13 +248,12 @@ def ch01_attention_context():
         if j:
             line(ax, [xs[j - 1] + 0.33, x - 0.33], [1.2, 1.2])
         arrow(ax, (x, 1.45), (2.2, 2.3), color=ALLOWED, lw=1 + 9 * weights[j])
-    text(ax, 4.1, 1.2, "all encoder\nstates", size=SMALL, ha="left")
-    text(
+    small(ax, 4.1, 1.2, "all encoder\nstates", ha="left")
+    small(
         ax,
         4.1,
         1.95,
         r"weights $\alpha_{2j}$" + "\n(softmax)",
-        size=SMALL,
         ha="left",
         color=ALLOWED,
     )
@@ -307,16 +267,8 @@ def ch01_attention_context():
             arrow(ax, (ys[i - 1] + 0.33, 3.55), (x - 0.33, 3.55))
     arrow(ax, (2.2, 2.8), (2.2, 3.3), lw=2)
     arrow(ax, (1.2, 3.3), (1.9, 2.45), color="#777777", lw=1.2, ls="--")
-    text(
-        ax,
-        0.2,
-        2.6,
-        "$s_1$ scores\nevery $h_j$",
-        size=SMALL,
-        ha="left",
-        color="#555555",
-    )
-    text(ax, 3.2, 2.55, r"$c_2 = \sum_j \alpha_{2j} h_j$", size=SMALL, ha="left")
+    note(ax, 0.2, 2.6, "$s_1$ scores\nevery $h_j$", ha="left")
+    small(ax, 3.2, 2.55, r"$c_2 = \sum_j \alpha_{2j} h_j$", ha="left")
     return fig
 
 
@@ -324,17 +276,9 @@ def ch01_attention_context():
 
 
 def ch02_qkv_shapes():
-    fig, ax = canvas(5.4, 5.6)
+    fig, ax = canvas(5.4, 5.6, "Scaled dot-product attention, shape by shape")
     c = 0.3
     tq, tk, dk, dv = 4, 5, 3, 3
-    text(
-        ax,
-        2.7,
-        5.35,
-        "Scaled dot-product attention, shape by shape",
-        size=FONT,
-        weight="bold",
-    )
     # row 1: Q times K transposed gives the scores
     y1 = 3.2
     x, _ = matrix(ax, 0.3, y1, tq, dk, c, ATTN, "Q", r"$T_q \times d_k$")
@@ -354,7 +298,7 @@ def ch02_qkv_shapes():
     scores = r"scores / $\sqrt{d_k}$"
     matrix(ax, x + 0.5, y1, tq, tk, c, NORM, scores, r"$T_q \times T_k$")
     # the softmax, row by row
-    text(ax, 2.7, 2.55, "softmax over each row (the keys)", size=SMALL)
+    small(ax, 2.7, 2.55, "softmax over each row (the keys)")
     arrow(ax, (4.45, 3.0), (1.05, 2.2), color="#777777", rad=-0.15)
     # row 2: weights times V gives the output
     y2 = 0.55
@@ -364,28 +308,20 @@ def ch02_qkv_shapes():
     x, _ = matrix(ax, x + 0.4, y_v, tk, dv, c, FFN, "V", r"$T_k \times d_v$")
     text(ax, x + 0.25, y2 + tq * c / 2, "=", size=18)
     matrix(ax, x + 0.5, y2, tq, dv, c, STATE, "output", r"$T_q \times d_v$")
-    text(
-        ax,
-        2.7,
-        4.95,
-        f"base model: $d_k = d_v$ = {D_MODEL} / {HEADS} = {D_K} per head",
-        size=SMALL,
-    )
+    per_head = f"base model: $d_k = d_v$ = {D_MODEL} / {HEADS} = {D_K} per head"
+    small(ax, 2.7, 4.95, per_head)
     return fig
 
 
 def ch02_masks():
-    fig, ax = canvas(5.6, 3.9)
+    fig, ax = canvas(5.6, 3.9, "Masks: True (blue) = may attend")
     tokens = ["ein", "Hund", "bellt", "pad", "pad"]
     ids = [[5, 6, 7, 0, 0]]
-    import torch
-
     pad = padding_mask(torch.tensor(ids), 0)[0, 0, 0]  # (T_k,) True = may attend
     causal = causal_mask(len(tokens))  # (T, T)
     both = causal & pad
     pad_grid = pad.expand(len(tokens), -1).tolist()
     cell = 0.27
-    text(ax, 2.8, 3.7, "Masks: True (blue) = may attend", size=FONT, weight="bold")
     for k, (m, title) in enumerate(
         [
             (pad_grid, "padding"),
@@ -396,7 +332,7 @@ def ch02_masks():
         x0 = 0.75 + k * 1.7
         rows = tokens if k == 0 else [""] * len(tokens)
         grid(ax, x0, 2.85, cell, m, rows, tokens, title)
-    text(ax, 0.1, 0.35, "rows: queries; columns: keys", size=SMALL, ha="left")
+    small(ax, 0.1, 0.35, "rows: queries; columns: keys", ha="left")
     legend(ax, 3.0, 0.35, [(ALLOWED, "attend"), (BLOCKED, "blocked")])
     return fig
 
@@ -405,20 +341,19 @@ def ch02_masks():
 
 
 def ch03_multi_head():
-    fig, ax = canvas(5.0, 8.6)
+    fig, ax = canvas(5.0, 8.6, "Multi-head attention")
     cx = 2.5
-    note = {"size": SMALL, "bbox": {"fc": "white", "ec": "none", "pad": 1}}
-    text(ax, cx, 8.4, "Multi-head attention", size=FONT, weight="bold")
+    on_white = {"size": SMALL, "bbox": {"fc": "white", "ec": "none", "pad": 1}}
     text(ax, cx, 0.3, f"X: (B, T, {D_MODEL})", size=FONT)
     for k, name in enumerate(["Q", "K", "V"]):
         x = 1.0 + k * 1.5
         arrow(ax, (cx, 0.5), (x, 0.95))
         box(ax, x, 1.2, 1.2, 0.5, f"$W^{name}$", fc=FFN)
-        text(ax, x, 1.6, f"{D_MODEL}→{D_MODEL}", size=SMALL)
+        small(ax, x, 1.6, f"{D_MODEL}→{D_MODEL}")
         arrow(ax, (x, 1.8), (x, 2.15))
         box(ax, x, 2.45, 1.3, 0.55, "split\nheads", fc=GREY, size=SMALL)
         arrow(ax, (x, 2.73), (x, 3.55))
-    text(ax, cx, 3.12, f"each (B, {HEADS}, T, {D_K})", **note)
+    text(ax, cx, 3.12, f"each (B, {HEADS}, T, {D_K})", **on_white)
     for k in range(HEADS):  # the heads, stacked
         off = (HEADS - 1 - k) * 0.06
         box(ax, cx + off, 3.9 + off, 3.8, 0.6, "", fc=ATTN, lw=1.0)
@@ -426,31 +361,23 @@ def ch03_multi_head():
     text(ax, cx, 3.9, f"attention in {HEADS} heads at once", size=FONT)
     top = 4.2 + 0.06 * HEADS
     per_head = f"$d_k$ = {D_MODEL} / {HEADS} = {D_K} per head"
-    text(ax, cx, top + 0.22, per_head, size=SMALL)
+    small(ax, cx, top + 0.22, per_head)
     arrow(ax, (cx, top + 0.4), (cx, top + 1.05))
-    text(ax, cx, top + 0.72, f"(B, {HEADS}, T, {D_K})", **note)
+    text(ax, cx, top + 0.72, f"(B, {HEADS}, T, {D_K})", **on_white)
     y = top + 1.33
     box(ax, cx, y, 2.8, 0.55, "concatenate heads", fc=GREY)
     arrow(ax, (cx, y + 0.28), (cx, y + 0.88))
-    text(ax, cx, y + 0.58, f"(B, T, {HEADS}·{D_K} = {D_MODEL})", **note)
+    text(ax, cx, y + 0.58, f"(B, T, {HEADS}·{D_K} = {D_MODEL})", **on_white)
     box(ax, cx, y + 1.15, 1.4, 0.55, "$W^O$", fc=FFN)
-    text(ax, cx + 0.85, y + 1.15, f"{D_MODEL}→{D_MODEL}", size=SMALL, ha="left")
+    small(ax, cx + 0.85, y + 1.15, f"{D_MODEL}→{D_MODEL}", ha="left")
     arrow(ax, (cx, y + 1.43), (cx, y + 1.7))
     text(ax, cx, y + 1.88, f"output: (B, T, {D_MODEL})", size=FONT)
     return fig
 
 
 def ch03_split_heads():
-    fig, ax = canvas(5.4, 4.4)
+    fig, ax = canvas(5.4, 4.4, "Split into heads: view, then transpose")
     shown = 4  # heads drawn; the labels say how many there are
-    text(
-        ax,
-        2.7,
-        4.15,
-        "Split into heads: view, then transpose",
-        size=FONT,
-        weight="bold",
-    )
     x0, w, top = 0.5, 4.4, 3.1
     for k in range(shown):
         ax.add_patch(
@@ -463,24 +390,16 @@ def ch03_split_heads():
                 ec=INK,
             )
         )
-        text(ax, x0 + (k + 0.5) * w / shown, top + 0.3, f"head {k + 1}", size=SMALL)
-    text(ax, x0 + w / 2, top + 0.78, f"one position: {D_MODEL} features", size=SMALL)
-    text(
+        small(ax, x0 + (k + 0.5) * w / shown, top + 0.3, f"head {k + 1}")
+    small(ax, x0 + w / 2, top + 0.78, f"one position: {D_MODEL} features")
+    small(
         ax,
         x0 + w / 2,
         top - 0.2,
         f"(drawn with {shown} heads; the base model has {HEADS})",
-        size=SMALL,
     )
     arrow(ax, (1.2, 2.75), (1.2, 2.3))
-    text(
-        ax,
-        1.4,
-        2.52,
-        "view(B, T, h, $d_k$)\nthen transpose(1, 2)",
-        size=SMALL,
-        ha="left",
-    )
+    small(ax, 1.4, 2.52, "view(B, T, h, $d_k$)\nthen transpose(1, 2)", ha="left")
     for k in range(shown):
         x = x0 + k * (w / shown) + 0.1
         for t in range(4):
@@ -494,9 +413,9 @@ def ch03_split_heads():
                     ec=INK,
                 )
             )
-        text(ax, x + (w / shown - 0.2) / 2, 0.4, f"T × {D_K}", size=SMALL)
-    text(ax, 0.15, 1.4, "T", size=SMALL)
-    text(ax, 2.7, 0.12, f"each head: its own T × $d_k$, $d_k$ = {D_K}", size=SMALL)
+        small(ax, x + (w / shown - 0.2) / 2, 0.4, f"T × {D_K}")
+    small(ax, 0.15, 1.4, "T")
+    small(ax, 2.7, 0.12, f"each head: its own T × $d_k$, $d_k$ = {D_K}")
     return fig
 
 
@@ -511,15 +430,7 @@ def pe_value(pos: float, column: int, d_model: int = D_MODEL) -> float:
 
 def ch04_sinusoids():
     pairs = [0, 16, 32, 64]
-    fig, ax = canvas(5.4, 5.6)
-    text(
-        ax,
-        2.7,
-        5.4,
-        f"One sinusoid per column ($d_{{model}}$ = {D_MODEL})",
-        size=FONT,
-        weight="bold",
-    )
+    fig, ax = canvas(5.4, 5.6, f"One sinusoid per column ($d_{{model}}$ = {D_MODEL})")
     positions = list(range(41))
     x0, width, band = 0.45, 4.75, 1.15
     for r, i in enumerate(pairs):
@@ -546,34 +457,20 @@ def ch04_sinusoids():
             zorder=3,
         )
         wavelength = 2 * math.pi * 10000 ** (2 * i / D_MODEL)
-        text(
+        small(
             ax,
             x0,
             yc + 0.5,
             f"pair i = {i}: columns {2 * i}, {2 * i + 1}, wavelength {wavelength:.1f}",
-            size=SMALL,
             ha="left",
         )
-    text(
-        ax,
-        x0 + width / 2,
-        0.35,
-        "positions 0 to 40: sine solid, cosine dashed",
-        size=SMALL,
-    )
+    small(ax, x0 + width / 2, 0.35, "positions 0 to 40: sine solid, cosine dashed")
     return fig
 
 
 def ch04_rotation():
-    fig, ax = canvas(5.4, 3.7)
-    text(
-        ax,
-        2.7,
-        3.5,
-        "Each pair turns by $\\omega_i k$ from position to position",
-        size=FONT,
-        weight="bold",
-    )
+    title = "Each pair turns by $\\omega_i k$ from position to position"
+    fig, ax = canvas(5.4, 3.7, title)
     for i, cx in ((0, 1.35), (16, 4.05)):
         omega = 10000.0 ** (-2 * i / D_MODEL)
         cy, r = 1.85, 1.0
@@ -594,12 +491,11 @@ def ch04_rotation():
                     zorder=3,
                 )
             )
-            text(
+            small(
                 ax,
                 cx + (r - 0.25) * dx,
                 cy + (r - 0.25) * dy,
                 f"{pos}",
-                size=SMALL,
                 color=HEAD_COLOURS[pos],
             )
         start = (
@@ -607,9 +503,9 @@ def ch04_rotation():
             cy + 1.2 * r * pe_value(0, 2 * i + 1),
         )
         end = (cx + 1.2 * r * pe_value(1, 2 * i), cy + 1.2 * r * pe_value(1, 2 * i + 1))
-        arrow(ax, start, end, color="#555555", lw=1.2, rad=-0.3)
-        text(ax, cx, 0.3, f"pair i = {i}: $\\omega_i$ = {omega:.2f} rad", size=SMALL)
-    text(ax, 2.7, 1.85, "sin →\ncos ↑", size=SMALL)
+        arrow(ax, start, end, color=NOTE, lw=1.2, rad=-0.3)
+        small(ax, cx, 0.3, f"pair i = {i}: $\\omega_i$ = {omega:.2f} rad")
+    small(ax, 2.7, 1.85, "sin →\ncos ↑")
     return fig
 
 
@@ -632,7 +528,7 @@ def sublayer_block(ax, cx, y, label, fc, shape=None, pre_norm=False, width=2.2):
     arrow(ax, (cx, y), (cx, y + 0.3))
     box(ax, cx, y + 0.6, width, 0.6, label, fc=fc)
     if shape:
-        text(ax, cx + width / 2 + 0.1, y + 0.6, shape, size=SMALL, ha="left")
+        small(ax, cx + width / 2 + 0.1, y + 0.6, shape, ha="left")
     arrow(ax, (cx, y + 0.9), (cx, y + 1.22))
     plus(ax, cx, y + 1.35)
     line(ax, [cx, skip_x, skip_x], [y + 0.12, y + 0.12, y + 1.35])
@@ -643,9 +539,8 @@ def sublayer_block(ax, cx, y, label, fc, shape=None, pre_norm=False, width=2.2):
 
 
 def ch05_encoder_layer():
-    fig, ax = canvas(4.6, 6.6)
+    fig, ax = canvas(4.6, 6.6, "An encoder layer (post-norm)")
     cx = 2.0
-    text(ax, 2.3, 6.4, "An encoder layer (post-norm)", size=FONT, weight="bold")
     text(ax, cx, 0.3, f"x: (B, S, {D_MODEL})")
     y = sublayer_block(ax, cx, 0.5, "self-attention\n" + f"{HEADS} heads", ATTN)
     ffn = f"feed-forward\n{D_MODEL}→{D_FF}→{D_MODEL}"
@@ -654,13 +549,12 @@ def ch05_encoder_layer():
     text(ax, cx, y + 0.6, f"(B, S, {D_MODEL}) to the next layer")
     ax.add_patch(Rectangle((0.35, 0.55), 3.3, y - 0.45, **FRAME))
     text(ax, 3.8, 3.3, f"× N\n= {N_LAYERS}", size=FONT, ha="left")
-    text(ax, 3.8, 1.15, "dropout\nbefore +", size=SMALL, ha="left", color="#555555")
+    note(ax, 3.8, 1.15, "dropout\nbefore +", ha="left")
     return fig
 
 
 def ch05_post_vs_pre():
-    fig, ax = canvas(5.6, 5.0)
-    text(ax, 2.8, 4.8, "Where the LayerNorm goes", size=FONT, weight="bold")
+    fig, ax = canvas(5.6, 5.0, "Where the LayerNorm goes")
     for cx, pre, title in (
         (1.55, False, "post-norm (paper)"),
         (4.25, True, "pre-norm"),
@@ -669,22 +563,9 @@ def ch05_post_vs_pre():
         text(ax, cx, 0.3, "x")
         y = sublayer_block(ax, cx, 0.45, "sub-layer", ATTN, pre_norm=pre, width=1.6)
         arrow(ax, (cx, y), (cx, y + 0.35))
-        text(
-            ax,
-            cx,
-            y + 0.55,
-            "normalised x" if not pre else "x keeps growing",
-            size=SMALL,
-        )
+        small(ax, cx, y + 0.55, "normalised x" if not pre else "x keeps growing")
         if pre:
-            text(
-                ax,
-                cx,
-                y + 0.9,
-                "(one final LayerNorm\non top of the stack)",
-                size=SMALL,
-                color="#555555",
-            )
+            note(ax, cx, y + 0.9, "(one final LayerNorm\non top of the stack)")
     return fig
 
 
@@ -692,54 +573,36 @@ def ch05_post_vs_pre():
 
 
 def ch06_decoder_layer():
-    fig, ax = canvas(5.2, 8.9)
+    fig, ax = canvas(5.2, 8.9, "A decoder layer")
     cx = 2.1
-    text(ax, 2.6, 8.7, "A decoder layer", size=FONT, weight="bold")
     text(ax, cx, 0.3, f"target prefix: (B, T, {D_MODEL})")
     y = sublayer_block(ax, cx, 0.5, "masked\nself-attention", ATTN)
-    text(ax, cx + 1.2, 1.1, "causal\nmask", size=SMALL, ha="left", color="#555555")
+    note(ax, cx + 1.2, 1.1, "causal\nmask", ha="left")
     y = sublayer_block(ax, cx, y, "cross-attention", ATTN)
     mem_y = y - 2.2 + 0.6
     box(ax, 4.35, mem_y - 1.0, 1.4, 0.75, "encoder\nmemory", fc=STATE, size=SMALL)
-    text(ax, 4.35, mem_y - 1.6, f"(B, S, {D_MODEL})", size=SMALL)
+    small(ax, 4.35, mem_y - 1.6, f"(B, S, {D_MODEL})")
     arrow(ax, (4.35, mem_y - 0.62), (cx + 1.1, mem_y), rad=0.3)
-    text(ax, 4.25, mem_y + 0.05, "keys,\nvalues", size=SMALL, ha="left")
+    small(ax, 4.25, mem_y + 0.05, "keys,\nvalues", ha="left")
     y = sublayer_block(ax, cx, y, "feed-forward", FFN)
     ax.add_patch(Rectangle((0.25, 0.55), 3.3, y - 0.45, **FRAME))
     text(ax, 3.75, y - 1.0, f"× N = {N_LAYERS}", size=FONT, ha="left")
     arrow(ax, (cx, y), (cx, y + 0.3))
     box(ax, cx, y + 0.55, 2.2, 0.5, f"linear → {VOCAB}", fc=EMBED, size=SMALL)
     arrow(ax, (cx, y + 0.8), (cx, y + 1.05))
-    text(ax, cx, y + 1.2, f"logits: (B, T, {VOCAB})", size=SMALL)
+    small(ax, cx, y + 1.2, f"logits: (B, T, {VOCAB})")
     return fig
 
 
 def ch06_cross_attention():
-    fig, ax = canvas(5.0, 4.4)
-    import torch
-
+    fig, ax = canvas(5.0, 4.4, "Cross-attention weights: T × S")
     src = ["die", "katze", "schläft", "<eos>", "<pad>"]
     tgt = ["<bos>", "the", "cat", "sleeps", "<eos>", "<pad>"]
     ids = torch.tensor([[7, 8, 9, 2, 0]])
     allowed = padding_mask(ids, 0)[0, 0, 0].expand(len(tgt), -1).tolist()
-    text(ax, 2.5, 4.2, "Cross-attention weights: T × S", size=FONT, weight="bold")
     grid(ax, 1.6, 2.75, 0.36, allowed, tgt, src)
-    text(
-        ax,
-        2.5,
-        0.35,
-        "rows: target queries (decoder)\ncolumns: source keys (encoder)",
-        size=SMALL,
-    )
-    text(
-        ax,
-        3.6,
-        1.95,
-        "no causal\nmask; only\nsource pads\nblocked",
-        size=SMALL,
-        ha="left",
-        color="#555555",
-    )
+    small(ax, 2.5, 0.35, "rows: target queries (decoder)\ncolumns: source keys")
+    note(ax, 3.6, 1.95, "no causal\nmask; only\nsource pads\nblocked", ha="left")
     return fig
 
 
@@ -747,8 +610,7 @@ def ch06_cross_attention():
 
 
 def ch07_model_data_flow():
-    fig, ax = canvas(5.6, 7.6)
-    text(ax, 2.8, 7.4, "The whole model, German to English", size=FONT, weight="bold")
+    fig, ax = canvas(5.6, 7.6, "The whole model, German to English")
     el, dl = 1.35, 4.2
     text(ax, el, 0.3, "ein Hund läuft", style="italic")
     text(ax, dl, 0.3, "<bos> a dog", style="italic")
@@ -766,36 +628,28 @@ def ch07_model_data_flow():
             fc=EMBED,
             size=SMALL,
         )
-        text(ax, x, 2.5, f"(B, {side}, {D_MODEL})", size=SMALL)
+        small(ax, x, 2.5, f"(B, {side}, {D_MODEL})")
         arrow(ax, (x, 2.65), (x, 3.05))
     box(ax, el, 3.55, 1.9, 1.0, f"encoder\n× {N_LAYERS}", fc=FFN)
     box(ax, dl, 4.0, 1.9, 1.9, f"decoder\n× {N_LAYERS}", fc=ATTN)
     arrow(ax, (el, 4.05), (el, 4.4))
-    text(ax, el, 4.6, "memory", size=SMALL)
-    text(ax, el, 4.9, f"(B, S, {D_MODEL})", size=SMALL)
+    small(ax, el, 4.6, "memory")
+    small(ax, el, 4.9, f"(B, S, {D_MODEL})")
     arrow(ax, (el + 0.7, 4.75), (dl - 0.95, 4.5))
     arrow(ax, (dl, 4.95), (dl, 5.3))
     box(ax, dl, 5.55, 2.2, 0.5, "linear (tied)", fc=EMBED, size=SMALL)
     arrow(ax, (dl, 5.8), (dl, 6.1))
     box(ax, dl, 6.35, 2.2, 0.5, "softmax", fc=NORM, size=SMALL)
-    text(ax, dl, 6.85, f"(B, T, {VOCAB}) probabilities", size=SMALL)
-    text(
-        ax,
-        el,
-        6.0,
-        "next English\ntoken at each\nposition",
-        size=SMALL,
-        color="#555555",
-    )
+    small(ax, dl, 6.85, f"(B, T, {VOCAB}) probabilities")
+    note(ax, el, 6.0, "next English\ntoken at each\nposition")
     return fig
 
 
 def ch07_teacher_forcing():
-    fig, ax = canvas(5.6, 6.0)
+    fig, ax = canvas(5.6, 6.0, "Training: teacher forcing")
     words_in = ["<bos>", "a", "dog", "runs"]
     words_out = ["a", "dog", "runs", "<eos>"]
     xs = [0.95, 2.15, 3.35, 4.55]
-    text(ax, 2.8, 5.8, "Training: teacher forcing", size=FONT, weight="bold")
     box(
         ax,
         2.75,
@@ -807,29 +661,22 @@ def ch07_teacher_forcing():
         size=SMALL,
     )
     for x, a, b in zip(xs, words_in, words_out, strict=True):
-        text(ax, x, 3.9, a, size=SMALL)
+        small(ax, x, 3.9, a)
         arrow(ax, (x, 4.05), (x, 4.32))
         arrow(ax, (x, 4.88), (x, 5.15))
-        text(ax, x, 5.3, b, size=SMALL, weight="bold")
-    text(
-        ax,
-        2.8,
-        3.5,
-        "inputs are the reference, shifted right",
-        size=SMALL,
-        color="#555555",
-    )
+        small(ax, x, 5.3, b, weight="bold")
+    note(ax, 2.8, 3.5, "inputs are the reference, shifted right")
     text(ax, 2.8, 3.0, "Translating: one step at a time", size=FONT, weight="bold")
     for step in range(3):
         y = 2.3 - step * 0.8
         prefix = words_in[: step + 1]
-        text(ax, 0.15, y, f"step {step + 1}", size=SMALL, ha="left")
+        small(ax, 0.15, y, f"step {step + 1}", ha="left")
         for j, word in enumerate(prefix):
-            text(ax, 1.3 + 0.62 * j, y, word, size=SMALL)
+            small(ax, 1.3 + 0.62 * j, y, word)
         arrow(ax, (3.1, y), (3.45, y))
         box(ax, 3.95, y, 0.8, 0.45, "dec", fc=ATTN, size=SMALL)
         arrow(ax, (4.35, y), (4.7, y))
-        text(ax, 5.0, y, words_out[step], size=SMALL, weight="bold")
+        small(ax, 5.0, y, words_out[step], weight="bold")
         if step < 2:
             arrow(
                 ax,
@@ -839,13 +686,11 @@ def ch07_teacher_forcing():
                 ls="--",
                 lw=1.2,
             )
-    text(
+    note(
         ax,
         2.8,
         0.1 + 0.08,
         "each prediction is fed back as the next input",
-        size=SMALL,
-        color="#555555",
         va="bottom",
     )
     return fig
@@ -853,17 +698,9 @@ def ch07_teacher_forcing():
 
 def ch07_label_smoothing():
     vocab = 8
-    fig, ax = canvas(5.4, 3.9)
+    fig, ax = canvas(5.4, 3.9, f"Label smoothing, ε = {EPS_LS} (V = {vocab} here)")
     q_hot = [1.0 if v == 2 else 0.0 for v in range(vocab)]
     q_ls = [(1 - EPS_LS) * h + EPS_LS / vocab for h in q_hot]
-    text(
-        ax,
-        2.7,
-        3.7,
-        f"Label smoothing, ε = {EPS_LS} (V = {vocab} here)",
-        size=FONT,
-        weight="bold",
-    )
     panels = ((q_hot, "one-hot target", BLOCKED), (q_ls, "smoothed target", ALLOWED))
     for k, (q, title, colour) in enumerate(panels):
         x0 = 0.35 + k * 2.7
@@ -879,11 +716,11 @@ def ch07_label_smoothing():
                     ec="none",
                 )
             )
-        text(ax, x0 + vocab * bw / 2, 0.45, title, size=SMALL)
-        text(ax, x0 + 2.5 * bw, base + scale * q[2] + 0.15, f"{q[2]:.4g}", size=SMALL)
+        small(ax, x0 + vocab * bw / 2, 0.45, title)
+        small(ax, x0 + 2.5 * bw, base + scale * q[2] + 0.15, f"{q[2]:.4g}")
         if k:
-            text(ax, x0 + 6.5 * bw, base + 0.35, f"{q[0]:.4g} each", size=SMALL)
-    text(ax, 2.7, 0.15, "the correct word is the third", size=SMALL, color="#555555")
+            small(ax, x0 + 6.5 * bw, base + 0.35, f"{q[0]:.4g} each")
+    note(ax, 2.7, 0.15, "the correct word is the third")
     return fig
 
 
@@ -892,8 +729,7 @@ def ch07_label_smoothing():
 
 def ch08_beam_search():
     """A beam of 2 for three steps: made-up log-probabilities, computed sums."""
-    fig, ax = canvas(5.6, 5.6)
-    text(ax, 2.8, 5.4, "Beam search, beam size 2", size=FONT, weight="bold")
+    fig, ax = canvas(5.6, 5.6, "Beam search, beam size 2")
     # step -> list of (parent index in previous step's kept list, word, log-probability)
     steps = [
         [(0, "a", -0.4), (0, "the", -1.2), (0, "one", -2.3)],
@@ -931,28 +767,20 @@ def ch08_beam_search():
                 fc=STATE if good else "white",
                 ec=INK if good else "#bbbbbb",
             )
-            text(ax, x, y + 0.11, w, size=SMALL, color=ink)
-            text(ax, x, y - 0.13, f"{score:.1f}", size=SMALL, color=ink)
+            small(ax, x, y + 0.11, w, color=ink)
+            small(ax, x, y - 0.13, f"{score:.1f}", color=ink)
         prev = [(scored[n][2], scored[n][0], where[n]) for n in ranked]  # best first
-    text(
-        ax,
-        2.8,
-        0.2,
-        "kept: green; dropped: grey; number: summed log p",
-        size=SMALL,
-        color="#555555",
-    )
+    note(ax, 2.8, 0.2, "kept: green; dropped: grey; number: summed log p")
     return fig
 
 
 def ch08_kv_cache():
-    fig, ax = canvas(5.0, 5.2)
-    text(ax, 2.5, 5.0, "A key/value cache filling up", size=FONT, weight="bold")
+    fig, ax = canvas(5.0, 5.2, "A key/value cache filling up")
     words = ["<bos>", "a", "dog", "runs"]
     c = 0.42
     for t in range(4):
         y = 3.95 - t * 1.05
-        text(ax, 0.1, y + c / 2, f"step {t + 1}", size=SMALL, ha="left")
+        small(ax, 0.1, y + c / 2, f"step {t + 1}", ha="left")
         for j in range(t + 1):
             new = j == t
             fc_k = ATTN if new else "#fbeedd"
@@ -961,19 +789,11 @@ def ch08_kv_cache():
             x = 1.2 + j * c
             ax.add_patch(Rectangle((x, y + c / 2), c, c / 2, fc=fc_k, ec=INK, lw=lw))
             ax.add_patch(Rectangle((x, y), c, c / 2, fc=fc_v, ec=INK, lw=lw))
-        note = f"new token: {words[t]}"
-        text(ax, 1.2 + (t + 1) * c + 0.15, y + c / 2, note, size=SMALL, ha="left")
+        label = f"new token: {words[t]}"
+        small(ax, 1.2 + (t + 1) * c + 0.15, y + c / 2, label, ha="left")
     items = [(ATTN, "new key"), (FFN, "new value"), ("#fbeedd", "cached")]
     legend(ax, 0.2, 0.45, items)
-    text(
-        ax,
-        2.5,
-        0.1,
-        "the new query attends to every cached key",
-        size=SMALL,
-        va="bottom",
-        color="#555555",
-    )
+    note(ax, 2.5, 0.1, "the new query attends to every cached key", va="bottom")
     return fig
 
 
@@ -1002,7 +822,9 @@ DIAGRAMS: dict[str, Callable] = {
 
 def render(draw: Callable) -> bytes:
     """The SVG bytes of one diagram, made deterministic and self-contained."""
-    with plt.rc_context(STYLE):
+    with plt.rc_context():
+        matplotlib.rcdefaults()  # a matplotlibrc of the reader's changes nothing
+        plt.rcParams.update(STYLE)
         fig = draw()
         buffer = io.StringIO()
         fig.savefig(
