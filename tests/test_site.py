@@ -327,3 +327,35 @@ def test_quiz_answers_on_the_static_site(context, server, page_path):
     expect(feedback).to_contain_text(right["feedback"][:30])
     page.close()
     assert not errors, f"JavaScript errors on {page_path}: {errors}"
+
+
+def test_attention_explorer_draws_the_stored_weights_offline(context, server):
+    """The explorer page: pick a sentence, a kind, a layer and a head; the squares drawn are the
+    stored weights, and hovering one names its token pair and weight. No kernel, no other host."""
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "book/attention_explorer.html", wait_until="load")
+    data = page.evaluate("() => window.ATTENTION_EXPLORER")
+    assert data, "attention_explorer_data.js was not built"
+    assert data["held_out"] == 6 and len(data["records"]) >= 56  # chapter 8's six and 50 of test2016
+    sentence, layer, head = 7, data["layers"] - 1, data["heads"] - 1
+    page.select_option("#ae-sentence", str(sentence))
+    page.select_option("#ae-kind", "cross")
+    page.select_option("#ae-layer", str(layer))
+    page.select_option("#ae-head", str(head))
+    record = data["records"][sentence]
+    assert page.text_content("#ae-german") == record["german"]
+    assert page.text_content("#ae-english") == record["english"]
+    cells = "els => els.map(e => [+e.dataset.q, +e.dataset.k, +e.dataset.w, e.getAttribute('fill')])"
+    drawn = page.eval_on_selector_all("#ae-map rect.ae-cell", cells)
+    stored = record["maps"]["cross"][layer][head]
+    assert [(q, k, w) for q, k, w, _ in drawn] == [(q, k, w) for q, row in enumerate(stored) for k, w in enumerate(row)]
+    assert all(fill.endswith(f"{w / data['scale']:.3f})") for _, _, w, fill in drawn)  # colour = weight
+    q, k, w, _ = max(drawn, key=lambda cell: cell[2])  # the strongest square
+    page.hover(f"#ae-map rect[data-q='{q}'][data-k='{k}']")
+    name = lambda token: token.replace("\u2581", "_")  # noqa: E731
+    expected = f"{name(record['output'][q])} \u2192 {name(record['source'][k])}: {w / data['scale']:.2f}"
+    assert page.text_content("#ae-hover") == expected
+    page.close()
+    assert not errors, errors
