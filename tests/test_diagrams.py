@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import nbformat
 import pytest
@@ -110,6 +111,8 @@ def test_alt_text_numbers_are_on_the_diagram():
 @pytest.mark.parametrize("path", sorted(FIGURES.glob("*.svg")), ids=lambda p: p.name)
 def test_svg_is_self_contained_and_legible(path):
     svg = path.read_text()
+    root = ElementTree.fromstring(svg)  # well-formed XML
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
     hosts = set(re.findall(r"https?://[^\s\"'<>)]+", svg)) - NAMESPACES
     assert not hosts, f"the SVG names other hosts: {sorted(hosts)}"
     assert "<image" not in svg and "base64" not in svg, "drawn, not embedded"
