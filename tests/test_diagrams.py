@@ -98,6 +98,8 @@ def test_every_diagram_is_shown_with_alt_text():
             f"{where}: give {name} alt text of a sentence or more: {alt!r}"
         )
         assert "<" not in alt, f"{where}: markdown drops <...> from alt text: {alt!r}"
+        if where.endswith(".ipynb"):  # chNN_*.svg belongs to chapter NN
+            assert name[2:4] == where[:2], f"{where} shows {name}, another chapter's"
 
 
 def test_alt_text_numbers_are_on_the_diagram():
