@@ -68,3 +68,15 @@ def test_chapter_pages_have_their_figures(site):
         nb = ROOT / "notebooks" / f"{page.stem}.ipynb"
         if '"image/png"' in nb.read_text():
             assert "<img" in page.read_text(), f"{page.name}: the notebook has figures but the page shows none"
+
+
+def test_no_page_shows_a_wall_of_progress_bars(site):
+    """Progress bars (stderr) stay in the notebooks and off the site (_config.yml: nb_output_stderr)."""
+    walls = {}
+    for page in site.glob("notebooks/*.html"):
+        stderr_blocks = len(re.findall(r'class="output stderr', page.read_text(errors="replace")))
+        if stderr_blocks:
+            walls[page.name] = stderr_blocks
+    assert not walls, f"stderr output shown on the site: {walls}"
+    chapter7 = (ROOT / "notebooks" / "07_full_model.ipynb").read_text()
+    assert '"name": "stderr"' in chapter7  # the check above would pass trivially without any

@@ -132,8 +132,8 @@ class NotebookTimes(_TimesMixin):
             if entry:
                 measured.add((entry.get("cpu_count"), entry.get("threads")))
             memory = _format_memory(entry.get("peak_memory_mb") if entry else None)
-            times = [_format_seconds(entry.get(k) if entry else None) for k in KEYS]
-            rows.append([self.chapter_link(nb), *times, memory])
+            seconds = [_format_seconds(entry.get(k) if entry else None) for k in KEYS]
+            rows.append([self.chapter_link(nb), *seconds, memory])
         largest = "largest: " + _format_memory(_largest(entries, "peak_memory_mb"))
         rows.append(["all notebooks", *(_format_seconds(_sum(entries, k)) for k in KEYS), largest])
         header = ["Notebook", "Alone, default threads", "Two notebooks at once", "Peak memory, alone"]
