@@ -1,8 +1,8 @@
 """What a classroom hub needs from the book, and that the book keeps to it.
 
 - Every chapter runs within ``MEMORY_BUDGET_GB`` of peak resident memory and
-  ``TIME_BUDGET_S`` alone with one thread, as tools/execute_notebooks.py recorded in
-  book/notebook_times.json (the instructor guide's run-time table shows the same
+  ``TIME_BUDGET_S`` of CPU time with one thread, as tools/execute_notebooks.py recorded
+  in book/notebook_times.json (the instructor guide's run-time table shows the same
   figures). Under strict nbval, notebooks/conftest.py measures each chapter's memory
   again and fails the chapter above the budget (``test_memory_hook_fires``).
 - mybinder.org gives a session 2 GB, so the budget keeps Binder working too.
@@ -40,7 +40,10 @@ def test_recorded_within_budget(path):
     assert entry["peak_memory_mb"] <= MEMORY_BUDGET_GB * 1000, (
         f"{path.name}: {entry['peak_memory_mb']} MB, budget {MEMORY_BUDGET_GB} GB"
     )
-    assert entry["seconds"] <= TIME_BUDGET_S, f"{path.name}: {entry['seconds']} s alone"
+    # CPU time, not wall-clock: the machine that measured it was shared with other jobs
+    assert "cpu_seconds" in entry, f"{path.name}: no CPU time recorded"
+    cpu = entry["cpu_seconds"]
+    assert cpu <= TIME_BUDGET_S, f"{path.name}: {cpu} s of CPU time"
 
 
 def test_budget_fits_binder():

@@ -12,9 +12,10 @@ a broken link, and a new notebook is picked up on the next build.
 Each notebook has two figures: ``seconds``, alone with the book's default thread
 setting, and ``seconds_two_at_once``, while a second notebook runs on the same
 machine (a shared classroom server); a figure not measured yet says so. The
-run-time table also shows ``peak_memory_mb``, the peak resident memory of the
-notebook's kernel (alone), and its last row the largest of them: what a classroom
-hub must give each student.
+run-time table also shows ``cpu_seconds``, the kernel's CPU time in the first run
+(what the notebook takes on a core of its own, whatever else the machine ran), and
+``peak_memory_mb``, the peak resident memory of its kernel, with the largest in its
+last row: what a classroom hub must give each student.
 
 2. Exercise numbers per chapter. sphinx-exercise numbers exercises across the whole
 book (the third chapter's first exercise would be "Exercise 10"); the notebooks'
@@ -132,12 +133,13 @@ class NotebookTimes(_TimesMixin):
             if entry:
                 measured.add((entry.get("cpu_count"), entry.get("threads")))
             memory = _format_memory(entry.get("peak_memory_mb") if entry else None)
-            seconds = [_format_seconds(entry.get(k) if entry else None) for k in KEYS]
+            seconds = [_format_seconds(entry.get(k) if entry else None) for k in (*KEYS, "cpu_seconds")]
             rows.append([self.chapter_link(nb), *seconds, memory])
         largest = "largest: " + _format_memory(_largest(entries, "peak_memory_mb"))
-        rows.append(["all notebooks", *(_format_seconds(_sum(entries, k)) for k in KEYS), largest])
-        header = ["Notebook", "Alone, default threads", "Two notebooks at once", "Peak memory, alone"]
-        table = self.table(header, rows, [40, 20, 20, 20])
+        totals = [_format_seconds(_sum(entries, k)) for k in (*KEYS, "cpu_seconds")]
+        rows.append(["all notebooks", *totals, largest])
+        header = ["Notebook", "Alone, default threads", "Two notebooks at once", "CPU time", "Peak memory"]
+        table = self.table(header, rows, [32, 17, 17, 17, 17])
         machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
         note = nodes.paragraph(text=f"Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}.")
         return [table, note]
