@@ -56,12 +56,14 @@ TIMES = ROOT / "book" / "notebook_times.json"
 MEMORY_BUDGET_GB = 1.5
 TIME_BUDGET_S = 180
 
-# One Python expression, evaluated in the kernel: its peak resident memory in bytes, plus
-# the largest of its finished children's. ru_maxrss is KiB on Linux (the VmHWM line of
-# /proc/self/status) and bytes on macOS.
+# One Python expression, evaluated in the kernel: its peak resident memory in bytes,
+# plus the largest of its finished children's. ru_maxrss is KiB on Linux (the VmHWM
+# line of /proc/self/status) and bytes on macOS.
 PEAK_MEMORY_EXPRESSION = (
-    "(lambda r, s: sum(r.getrusage(w).ru_maxrss for w in (r.RUSAGE_SELF, r.RUSAGE_CHILDREN))"
-    " * (1 if s.platform == 'darwin' else 1024))(__import__('resource'), __import__('sys'))"
+    "(lambda r, s: sum(r.getrusage(w).ru_maxrss"
+    " for w in (r.RUSAGE_SELF, r.RUSAGE_CHILDREN))"
+    " * (1 if s.platform == 'darwin' else 1024))"
+    "(__import__('resource'), __import__('sys'))"
 )
 # The kernel's CPU seconds so far, user and system, its finished children's included.
 CPU_TIME_EXPRESSION = (
@@ -71,7 +73,7 @@ CPU_TIME_EXPRESSION = (
 
 
 def execute(path: Path, write: bool = True) -> tuple[float, int, float]:
-    """Run ``path`` in a fresh kernel: seconds, the kernel's peak bytes, its CPU seconds."""
+    """Run ``path`` in a fresh kernel: seconds, its kernel's peak bytes and CPU time."""
     nb = nbformat.read(path, as_version=4)
     measure = f"print({PEAK_MEMORY_EXPRESSION}, {CPU_TIME_EXPRESSION})"
     nb.cells.append(nbformat.v4.new_code_cell(measure))
@@ -85,7 +87,9 @@ def execute(path: Path, write: bool = True) -> tuple[float, int, float]:
     )
     client.execute()
     elapsed = time.perf_counter() - start
-    peak, cpu = nb.cells.pop().outputs[0]["text"].split()
+    outputs = nb.cells.pop().outputs  # the two numbers may come in two stream messages
+    text = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    peak, cpu = text.split()
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
