@@ -73,3 +73,29 @@ def test_the_chapters_table_shows_the_committed_numbers():
         line = next((ln for ln in lines if f"{ppl:6.2f}" in ln and f"{rs[0]['parameters']:,d}" in ln), None)
         assert line is not None, f"{rs[0]['name']}: no row of the chapter's table shows perplexity {ppl:.2f}"
         assert f"{bleu:5.1f}" in line
+
+
+def _paper_names(config: dict) -> dict:
+    """A record's config in the names of the paper's Table 3 (d_v is d_model / h)."""
+    d_v = config["d_model"] // config["num_heads"]
+    return {"N": config["num_layers"], "d_model": config["d_model"], "d_ff": config["d_ff"],
+            "h": config["num_heads"], "d_k": config["d_k"] or d_v, "d_v": d_v,
+            "P_drop": config["dropout"], "eps_ls": config["label_smoothing"],
+            "positions": config["positional"]}  # fmt: skip
+
+
+def test_the_chapters_settings_table_shows_each_records_change():
+    """Chapter 9 lists, beside the paper's rows, every setting a variant changes; the list
+    must be the difference between the variant's record and the base's, setting by setting."""
+    text = _output_text("table3-settings")
+    base = _paper_names(RESULTS["base-s0"]["config"])
+    for name, r in RESULTS.items():
+        if r["row"] == "base" or r["seed"] != 0:
+            continue
+        line = next((ln for ln in text.splitlines() if f" {name} " in ln and "ours:" in ln), None)
+        assert line is not None, f"{name}: no 'ours:' line in the chapter's settings table"
+        variant = _paper_names(r["config"])
+        changed = [k for k in base if variant[k] != base[k]]
+        assert changed, f"{name}: the record changes nothing"
+        listed = re.findall(r"(\w+) ([\w.]+)->([\w.]+)", line.split("ours:", 1)[1])
+        assert [(k, str(base[k]), str(variant[k])) for k in changed] == listed, name
