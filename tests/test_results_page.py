@@ -1,0 +1,173 @@
+"""The hardware lines of book/results.md match the records of the runs they describe.
+
+The records: the shipped model's manifest
+(aiayn_helpers/pretrained/multi30k/manifest.json), the decoding benchmark's JSON and
+the thread choice (book/metrics/*.json), and one JSON per Table 3 run
+(book/ablations/*.json). Every line of the page that names a CPU must be backed by a
+record that names the same CPU: a record the line cites by file name, or the record of
+the section the line is in. A line about runs without a record must say "no record".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "book" / "results.md"
+MANIFEST = ROOT / "aiayn_helpers" / "pretrained" / "multi30k" / "manifest.json"
+BENCH = ROOT / "book" / "metrics" / "bench_decoding.json"
+THREADS = ROOT / "book" / "metrics" / "thread_choice.json"
+ABLATIONS = sorted((ROOT / "book" / "ablations").glob("*.json"))
+
+# A CPU's maker or model, as a hardware line would name it.
+MAKERS_AND_MODELS = [
+    "Intel", "Xeon", "AMD", "EPYC", "Ryzen", "Threadripper", "Opteron", "Core i[3579]",
+    "Apple M\\d", "Graviton", "Ampere", "Neoverse",
+]  # fmt: skip
+CPU_NAME = re.compile(r"\b(" + "|".join(MAKERS_AND_MODELS) + r")\b")
+# The section a heading starts -> the record that describes its runs.
+SECTION_RECORDS = {
+    "The shipped model": "manifest.json",
+    "Decoding speed": "bench_decoding.json",
+    "Table 3 at Multi30k scale": "book/ablations",
+}
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _records() -> dict[str, list[str]]:
+    """Each record's name as the page cites it -> the hardware strings it holds."""
+    bench = _load(BENCH)
+    return {
+        "manifest.json": [_load(MANIFEST)["training"]["hardware"]],
+        "bench_decoding.json": [bench["cpu"]],
+        "thread_choice.json": [_load(THREADS)["hardware"]],
+        "book/ablations": sorted({_load(p)["hardware"] for p in ABLATIONS}),
+    }
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """(heading, line) for every line of the page, with the heading of its section."""
+    heading, out = "", []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        out.append((heading, line))
+    return out
+
+
+def hardware_problems(text: str, records: dict[str, list[str]]) -> list[str]:
+    """Lines naming a CPU that no record of theirs names (none if the page is right)."""
+    problems = []
+    for heading, line in _sections(text):
+        names = set(CPU_NAME.findall(line))
+        if not names:
+            continue
+        cited = {name for name in records if name in line}
+        if heading in SECTION_RECORDS:
+            cited.add(SECTION_RECORDS[heading])
+        if not cited:
+            if "no record" not in line:
+                problems.append(f"names {sorted(names)} and no record: {line[:60]}")
+            continue
+        backed = " ".join(h for name in cited for h in records[name])
+        for cpu in sorted(names):
+            if not re.search(rf"\b{re.escape(cpu)}\b", backed):
+                where = ", ".join(sorted(cited))
+                problems.append(f"names {cpu!r}; its record ({where}) says {backed!r}")
+    return problems
+
+
+def test_every_cpu_on_the_page_is_the_one_its_record_names():
+    assert hardware_problems(PAGE.read_text(encoding="utf-8"), _records()) == []
+
+
+@pytest.mark.parametrize(
+    "section, planted",
+    [
+        ("## Table 3 at Multi30k scale", "It ran on an Intel Xeon."),
+        ("## The shipped model", "It ran on an Intel Xeon."),
+        ("## Results", "Trained on an AMD EPYC."),
+    ],
+)
+def test_a_wrong_cpu_name_is_caught(section, planted):
+    """The check can fail: a CPU name planted where no record backs it is reported."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert section in text
+    planted_text = text.replace(section, f"{section}\n\n{planted}", 1)
+    assert hardware_problems(planted_text, _records())
+
+
+def _table_row(text: str, first_cell_start: str) -> list[str]:
+    rows = [ln for ln in text.splitlines() if ln.startswith("| " + first_cell_start)]
+    assert len(rows) == 1, f"rows starting {first_cell_start!r}: {len(rows)}, not 1"
+    return [cell.strip() for cell in rows[0].strip("|").split(" | ")]
+
+
+def test_the_machines_table_quotes_each_record():
+    text = PAGE.read_text(encoding="utf-8")
+    manifest, threads = _load(MANIFEST), _load(THREADS)
+    bench, ablations = _load(BENCH), [_load(p) for p in ABLATIONS]
+    assert _table_row(text, "The shipped model")[1] == manifest["training"]["hardware"]
+    assert _table_row(text, "The notebooks' thread default")[1] == threads["hardware"]
+    decoding = _table_row(text, "Decoding speed")[1]
+    threads = f"{bench['threads']} PyTorch threads"
+    expected = f"{bench['cpu']}, {threads}, PyTorch {bench['torch']}"
+    assert expected in decoding
+    table3 = _table_row(text, "Table 3's")
+    assert f"Table 3's {len(ablations)} runs" in table3[0]
+    (hardware,) = {r["hardware"] for r in ablations}
+    (torch_version,) = {r["torch"] for r in ablations}
+    (per_run,) = {r["threads"] for r in ablations}
+    assert table3[1] == f"{hardware}, PyTorch {torch_version}, {per_run} thread per run"
+    recorded = ("The shipped model", "Decoding", "Table 3's", "The notebooks' thread")
+    for row in recorded:
+        assert "no record" not in _table_row(text, row)[2]
+    assert "no record" in _table_row(text, "The full recipe")[2]
+
+
+def test_the_shipped_models_table_quotes_its_manifest():
+    text = PAGE.read_text(encoding="utf-8")
+    training = _load(MANIFEST)["training"]
+    row = _table_row(text, "CPU recipe, longer")
+    assert row[1] == f"`{training['command']}`"
+    assert row[2] == training["hardware"]
+    assert row[3] == training["time"]
+
+
+def test_the_thread_choice_figures_are_the_records():
+    text = PAGE.read_text(encoding="utf-8")
+    seconds = _load(THREADS)["seconds_two_at_once"]
+    one, two = f"{seconds['1']:,.1f}", f"{seconds['2']:,.1f}"
+    assert f"took {one} s with one thread each and {two} s\nwith two" in text
+
+
+def test_the_table3_paragraph_matches_its_records():
+    text = PAGE.read_text(encoding="utf-8")
+    section = text.split("## Table 3 at Multi30k scale", 1)[1].split("\n## ", 1)[0]
+    ablations = [_load(p) for p in ABLATIONS]
+    for r in ablations:
+        assert f'"{r["hardware"]}"' in section and f"PyTorch {r['torch']}" in section
+    assert {r["threads"] for r in ablations} == {1} and "one\nthread each" in section
+    at_once = {r["runs_at_once"] for r in ablations}
+    assert at_once == {1, 2} and "one or two at a time" in section
+
+
+def test_each_timing_says_how_many_rounds_it_is():
+    """A median names its rounds, and a single round is not called a median."""
+    text = PAGE.read_text(encoding="utf-8")
+    bench = _load(BENCH)
+    greedy, test2016 = bench["greedy_100"], bench["test2016_beam4"]
+    rounds = {len(greedy["rounds"]["uncached"]), len(greedy["rounds"]["cached"])}
+    assert rounds == {5}
+    assert f"{greedy['uncached_s']:.2f} s (median of 5 rounds)" in text
+    assert f"{greedy['cached_s']:.2f} s (median of 5 rounds)" in text
+    assert len(test2016["rounds"]) == 1
+    assert f"**{test2016['seconds']:.1f}** s (one round)" in text
+    assert f"{test2016['seconds']:.1f}** s (median)" not in text
