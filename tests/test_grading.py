@@ -3,12 +3,19 @@
 The course folder is generated as `make student` does (tools/make_student.py: nbgrader
 generate_assignment), the submissions are the released notebook with its answer cells
 filled in (the source's solution, or that solution with one typical bug), and the
-scores are read from nbgrader's gradebook after `nbgrader autograde`.
+scores are read from nbgrader's gradebook after `make grade` (tools/grade.py), which
+runs every submission in a bubblewrap sandbox. All students are graded in one run,
+with a submission that probes the sandbox: it reads the hidden tests, the gradebook
+and another student's notebook, writes outside its folder, opens connections, leaves
+processes behind, allocates too much memory and loops forever.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import socket
 import sys
 from pathlib import Path
 
@@ -17,6 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import grade  # noqa: E402
 import make_student  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
@@ -48,6 +56,7 @@ BUGS: dict[str, dict[str, list[tuple[str, str]] | str]] = {
 }
 # the most each bug may score: enough weight sits on the tests that catch it
 MAX_SCORE = {"imports aiayn_helpers": 0.0, "ignores masks": 0.5, "inverted mask": 0.5, "divides by d_k": 0.0}
+TAMPERED = "divides by d_k"  # this submission also empties its test cells
 
 
 def _solutions() -> dict[str, str]:
@@ -70,22 +79,110 @@ def _submission(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbf
     return nb
 
 
-def test_solutions_hidden_tests_and_solutions_are_not_released(tmp_path):
-    course = tmp_path / "course"
-    assert make_student.build_course(course) == [ASSIGNMENT]
+def test_solutions_hidden_tests_and_solutions_are_not_released(graded):
+    course = graded[0]
     released = (course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     for secret in ("BEGIN HIDDEN TESTS", "_own_work", "BEGIN SOLUTION", "masked_fill(~mask"):
         assert secret not in released
     assert "raise NotImplementedError" in released
 
 
-@pytest.mark.timeout(1200)
-def test_nbgrader_scores_correct_and_planted_bugs(tmp_path):
-    course = tmp_path / "course"
-    make_student.build_course(course)
-    released = nbformat.read(course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+NO_SANDBOX = grade.sandbox_problem()
+needs_sandbox = pytest.mark.skipif(bool(NO_SANDBOX), reason=f"bubblewrap {NO_SANDBOX}")
+MARKER = "aiayn-probe-was-here"  # the name of every file the probe tries to write
+CELL_TIMEOUT = 20  # seconds: the probe's endless loop costs this much
+HOME = Path.home()
+
+
+def _probe(course: Path, port: int) -> dict[str, str]:
+    """The correct answers, each followed by attempts to get out of the sandbox."""
+    answers = _solutions()
+    notebook = f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    reads = {
+        "source": f"{course}/source/{notebook}",
+        "source, relative": f"../../../source/{notebook}",
+        "gradebook": f"{course}/gradebook.db",
+        "another student": f"{course}/submitted/correct/{notebook}",
+        "repository": f"{ROOT}/README.md",
+    }
+    readable = [p for p in HOME.glob("*") if p.is_file() and os.access(p, os.R_OK)]
+    if readable:
+        reads["home"] = str(min(readable))
+    other = course / "submitted" / "correct" / ASSIGNMENT
+    writes = [course, other, ROOT, HOME, Path(sys.prefix)]
+    # the sandbox shows the folders that lead to the Python it may read, nothing else
+    bound = [p for p in grade._read_only_paths([]) if p.is_relative_to(HOME)]
+    lead = sorted({p.relative_to(HOME).parts[0] for p in bound})
+    probe = [
+        "import os, socket, subprocess, sys, time",
+        "def _try(what, action):",
+        "    try:",
+        "        result = action()",
+        "    except BaseException as err:",
+        "        print(f'PROBE {what}: blocked ({type(err).__name__})')",
+        "    else:",
+        "        print(f'PROBE {what}: LEAKED {str(result)[:40]!r}')",
+        "def _visible(folder, lead):",
+        "    seen = sorted(set(os.listdir(folder)) - set(lead))",
+        "    if not seen:",
+        "        raise FileNotFoundError(folder)",
+        "    return seen",
+        f"_try('list home', lambda: _visible({str(HOME)!r}, {lead!r}))",
+    ]
+    for what, path in reads.items():
+        probe.append(f"_try('read {what}', lambda: open({path!r}, 'rb').read(100))")
+    for i, folder in enumerate(writes):
+        path = str(folder / MARKER)
+        probe.append(f"_try('write {i}', lambda: open({path!r}, 'w').write('x'))")
+    connect = "lambda: socket.create_connection"
+    probe += [
+        f"_try('connect to the host', {connect}(('127.0.0.1', {port}), timeout=3))",
+        f"_try('connect outside', {connect}(('1.1.1.1', 53), timeout=3))",
+        "_try('allocate 16 GiB', lambda: len(bytearray(16 << 30)))",
+        f"_sleep = [sys.executable, '-c', 'import time; time.sleep(900)', {MARKER!r}]",
+        "subprocess.Popen(_sleep, start_new_session=True)",
+        "_pids = []",
+        "def _fork_many():",
+        "    for _ in range(2000):",
+        "        pid = os.fork()",
+        "        if pid == 0:",
+        "            time.sleep(900)",
+        "            os._exit(0)",
+        "        _pids.append(pid)",
+        "    return len(_pids)",
+        "_try('start 2000 processes', _fork_many)",
+        "for _pid in _pids:",
+        "    os.kill(_pid, 9)",
+        "    os.waitpid(_pid, 0)",
+        "print(f'PROBE processes started: {len(_pids)}')",
+    ]
+    answers["sdpa_answer"] += "\n" + "\n".join(probe) + "\n"
+    answers["mha_answer"] += "\nprint('HISTORY', *In)\nwhile True:\n    pass\n"
+    return answers
+
+
+def _digest(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    names = {str(p.relative_to(folder)): p for p in files}
+    digest = {k: hashlib.sha256(p.read_bytes()).hexdigest() for k, p in names.items()}
+    return {k: v for k, v in digest.items() if not k.startswith(skip)}
+
+
+def _marked_processes() -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if MARKER.encode() in cmdline.read_bytes():
+                found.append(cmdline.parent.name)
+        except OSError:
+            pass
+    return found
+
+
+def _planted(released: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode]:
+    """The correct submission and one per bug."""
     correct = _solutions()
-    submissions = {"correct": correct}
+    submissions = {"correct": _submission(released, correct)}
     for bug, changes in BUGS.items():
         answers = dict(correct)
         for grade_id, change in changes.items():
@@ -93,16 +190,49 @@ def test_nbgrader_scores_correct_and_planted_bugs(tmp_path):
                 answers[grade_id] = change
                 continue
             for old, new in change:
-                assert old in answers[grade_id], f"{bug}: {old!r} is not in the solution any more"
+                missing = f"{bug}: {old!r} is not in the solution any more"
+                assert old in answers[grade_id], missing
                 answers[grade_id] = answers[grade_id].replace(old, new)
-        submissions[bug] = answers
-    students = {name: f"s{i}" for i, name in enumerate(submissions)}
-    for name, answers in submissions.items():
+        submissions[bug] = _submission(released, answers)
+    # one wrong answer also empties its test cells: nbgrader puts them back
+    for cell in submissions[TAMPERED].cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = "pass"
+    return submissions
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """All submissions graded in one run of tools/grade.py.
+
+    Returns the course folder, {name: student id}, {name: score} and a socket that
+    listens on the grading machine, which the probe tries to reach.
+    """
+    course = tmp_path_factory.mktemp("grading") / "course"
+    assert make_student.build_course(course) == [ASSIGNMENT]
+    release = course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    released = nbformat.read(release, as_version=4)
+    submissions = _planted(released)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    if NO_SANDBOX is None:
+        probe = _probe(course, listener.getsockname()[1])
+        submissions["probe"] = _submission(released, probe)
+    students = {name: re.sub(r"[^a-z0-9]+", "-", name) for name in submissions}
+    for name, nb in submissions.items():
         folder = course / "submitted" / students[name] / ASSIGNMENT
         folder.mkdir(parents=True)
-        nbformat.write(_submission(released, answers), folder / f"{ASSIGNMENT}.ipynb")
+        nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
 
-    make_student.nbgrader("autograde", ASSIGNMENT, "--create", cwd=course)
+    outputs = ("gradebook.db", "autograded", "feedback", "grades.csv")
+    before = _digest(course, skip=outputs)
+    args = [ASSIGNMENT, "--course", str(course), "--feedback", "--quiet"]
+    args += [f"--cell-timeout={CELL_TIMEOUT}", "--memory=4G", "--processes=128"]
+    assert grade.main(args + (["--unsandboxed"] if NO_SANDBOX else [])) == 0
+    changed = "grading changed the course's own files"
+    assert _digest(course, skip=outputs) == before, changed
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         scores = {}
@@ -110,7 +240,96 @@ def test_nbgrader_scores_correct_and_planted_bugs(tmp_path):
             sub = gb.find_submission(ASSIGNMENT, student)
             scores[name] = sub.score / sub.max_score
     print("\n".join(f"{s:6.1%}  {name}" for name, s in scores.items()))
+    yield course, students, scores, listener
+    listener.close()
+
+
+@pytest.mark.timeout(900)
+def test_nbgrader_scores_correct_and_planted_bugs(graded):
+    _, _, scores, _ = graded
     assert scores["correct"] == 1.0, scores
     for bug in BUGS:
         assert scores[bug] < 1.0, f"{bug} scores {scores[bug]:.0%}"
         assert scores[bug] <= MAX_SCORE.get(bug, 0.75), f"{bug} scores {scores[bug]:.0%}"
+    # emptied test cells would pass: the bug they hide must still score 0
+    assert MAX_SCORE[TAMPERED] == 0.0
+
+
+@needs_sandbox
+def test_the_probe_gets_out_nowhere_and_is_graded_for_its_answers(graded):
+    course, students, scores, listener = graded
+    assert scores["probe"] == 1.0, "its answers are right: escaping must cost nothing"
+    autograded = course / "autograded" / students["probe"] / ASSIGNMENT
+    nb = nbformat.read(autograded / f"{ASSIGNMENT}.ipynb", as_version=4)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    printed = "".join(o.get("text", "") for o in cells["sdpa_answer"].outputs)
+    attempts = re.findall(r"^PROBE (.+?): (blocked|LEAKED)", printed, re.M)
+    assert len(attempts) == cells["sdpa_answer"].source.count("\n_try("), printed
+    assert all(result == "blocked" for _, result in attempts), printed
+    started = re.search(r"^PROBE processes started: (\d+)", printed, re.M)
+    assert 0 < int(started[1]) < 128, printed
+    outputs = cells["mha_answer"].outputs
+    errors = [o.ename for o in outputs if o.output_type == "error"]
+    # the endless loop was interrupted at the cell's time limit
+    assert errors and errors[0] in ("KeyboardInterrupt", "CellTimeoutError"), errors
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    assert not _marked_processes(), "a process of the probe outlived its sandbox"
+    assert not list(course.rglob(MARKER))
+    for folder in (ROOT, HOME, Path(sys.prefix)):
+        assert not (folder / MARKER).exists(), folder
+
+
+@needs_sandbox
+def test_feedback_withholds_the_hidden_tests(graded):
+    course, students, _, _ = graded
+    hidden = ("BEGIN HIDDEN", "_own_work", "_pair(", "masked_select", "need_weights")
+    pages = sorted((course / "feedback").rglob("*.html"))
+    assert len(pages) == len(students)
+    for page in pages:
+        html = page.read_text()
+        assert "hidden tests: not shown" in html, page
+        leaked = [s for s in hidden if s in html]
+        assert not leaked, f"{page.relative_to(course)} shows {leaked}"
+    page = course / "feedback" / students["probe"] / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    # the probe printed In[], the grader's hidden helpers among them
+    assert "output withheld" in page.read_text()
+
+
+def test_a_forged_or_missing_result_fails_its_test():
+    """The sandbox returns outputs only; a test cell it did not report on scores 0."""
+    from nbgrader.utils import determine_grade
+
+    nb = nbformat.read(SOURCE, as_version=4)
+    points = [c.metadata.get("nbgrader", {}).get("points") for c in nb.cells]
+    tests = [i for i, p in enumerate(points) if p]
+    first, second, third = tests[:3]
+    stream, shell = [{"output_type": "stream"}], [{"output_type": "shell"}]
+    frames = [
+        {"index": first, "id": nb.cells[first].id, "outputs": stream},
+        {"index": second, "id": "another-cell", "outputs": []},  # wrong id: ignored
+        {"index": 10_000, "id": "x", "outputs": []},
+        {"index": third, "id": nb.cells[third].id, "outputs": shell},
+    ]
+    merged = grade.merge_outputs(nb, frames, "the notebook ran past its time limit")
+    score = {i: determine_grade(merged.cells[i])[0] for i in tests}
+    assert score[first] == points[first]
+    assert score[second] == 0
+    assert merged.cells[second].outputs[0].ename == "NotExecuted"
+    assert score[third] == points[third]  # the unknown output is dropped
+    assert all(score[i] == 0 for i in tests[3:])
+
+
+def test_grading_refuses_without_bubblewrap(tmp_path, monkeypatch, capsys):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text("from grade import configure\n")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    grade.sandbox_problem.cache_clear()
+    try:
+        assert grade.main([ASSIGNMENT, "--course", str(course)]) == 2
+    finally:
+        grade.sandbox_problem.cache_clear()
+    err = capsys.readouterr().err
+    assert "apt install bubblewrap" in err and "--unsandboxed" in err
+    assert sorted(p.name for p in course.iterdir()) == ["nbgrader_config.py"]

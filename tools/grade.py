@@ -1,0 +1,713 @@
+"""Grade an nbgrader assignment with every submission in its own sandbox (issue #29).
+
+    python tools/grade.py assignment1                # `make grade A=assignment1`
+    python tools/grade.py assignment1 --feedback     # and feedback, hidden tests out
+    python tools/grade.py assignment1 --unsandboxed  # NO sandbox: own notebooks only
+
+Grading runs the students' code. nbgrader alone runs it as the instructor, in the
+course folder, next to the assignment's source (every solution and hidden test), the
+gradebook and the other submissions. Here nbgrader still does the bookkeeping, outside:
+it restores the test cells from the gradebook (OverwriteCells, checksums), inserts the
+hidden tests, scores, exports. Only the execution moves into a bubblewrap sandbox
+(``SandboxedExecute``, set in the course's nbgrader_config.py by
+tools/make_student.py, so a plain ``nbgrader autograde`` is sandboxed too). Inside
+the sandbox a submission sees:
+
+* a scratch copy of its own folder (no notebooks, no links), thrown away afterwards;
+* the Python environment (the venv, the Python it links to, ``aiayn_helpers``) and the
+  data a chapter needs, read-only; a private /tmp; nothing else of the machine;
+* no network (its own empty network namespace), its own PID namespace (nothing
+  outlives the sandbox), a time limit per cell and per notebook, a memory limit per
+  process, a limit on processes and on file sizes; run by root, it runs as ``nobody``.
+
+The notebook (with its hidden tests) reaches the sandbox on a pipe, never as a file,
+and comes back one cell at a time on another pipe; the grader keeps only the outputs of
+the cells it sent, matched by index and id, and scores them outside. A cell that never
+ran (time limit, crash) scores as a failed test. ``nbgrader generate_feedback`` (and
+``--feedback``) shows the visible part of each test cell and withholds the hidden tests
+and any output that quotes them (``HideHiddenTests``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbformat import NotebookNode
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    Execute,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    NbGraderPreprocessor,
+    SaveAutoGrades,
+)
+from traitlets import Bool, Integer, List, Unicode
+
+ROOT = Path(__file__).resolve().parents[1]
+NOBODY = 65534  # the uid and gid a root instructor's sandbox runs as
+INSTALL = """\
+Grading runs the students' code, so `make grade` runs each submission in a
+bubblewrap sandbox, and bubblewrap {problem}.
+  Debian, Ubuntu:  sudo apt install bubblewrap
+  Fedora:          sudo dnf install bubblewrap
+  macOS:           no bubblewrap: grade in a Linux VM or container (Docker, Podman)
+  Windows:         in WSL, as on Linux
+(in a container, bubblewrap needs the right to create namespaces)
+To grade your own notebooks without a sandbox: make grade GRADE_FLAGS=--unsandboxed"""
+UNSANDBOXED = """\
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+!! --unsandboxed: the notebooks run as YOU, in the course folder, with your files, !!
+!! the network and no limits. They can read the hidden tests and the gradebook.    !!
+!! Use it only for notebooks you wrote yourself, never for students' submissions.  !!
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"""
+
+# Runs inside the sandbox: the notebook comes on stdin; each executed cell goes out as
+# one JSON line on the file descriptor argv[1]. The process is made non-dumpable so
+# that the kernel (same user) can neither read its memory nor open its descriptors.
+RUNNER = r"""
+import ctypes, json, os, sys
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+import nbformat
+from nbclient import NotebookClient
+out = os.fdopen(int(sys.argv[1]), "w")
+os.set_inheritable(out.fileno(), False)
+nb = nbformat.reads(sys.stdin.read(), as_version=4)
+sys.stdin.close()
+def send(cell, cell_index, execute_reply, **kw):  # as nbgrader's Execute does
+    reply = execute_reply["content"]
+    if reply["status"] == "error" and not any(
+        o.output_type == "error" and o.ename == reply["ename"] for o in cell.outputs
+    ):
+        cell.outputs.append(nbformat.v4.new_output(
+            "error", ename=reply["ename"], evalue=reply["evalue"],
+            traceback=reply["traceback"] or ["ERROR: (no traceback)"]))
+    frame = {"index": cell_index, "id": cell.get("id"), "outputs": cell.outputs,
+             "execution_count": cell.execution_count}
+    out.write(json.dumps(frame)[:1 << 24] + "\n")
+    out.flush()
+NotebookClient(
+    nb, timeout=int(sys.argv[2]), interrupt_on_timeout=True, allow_errors=True,
+    raise_on_iopub_timeout=True, record_timing=False, on_cell_executed=send,
+    extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    resources={"metadata": {"path": os.getcwd()}},
+    error_on_timeout={
+        "ename": "CellTimeoutError", "evalue": "",
+        "traceback": ["CellTimeoutError: No reply from kernel before timeout"]},
+).execute()
+"""
+
+
+def _bytes(text: str) -> int:
+    """'4G', '512M', '1000000' -> bytes."""
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
+    if not m:
+        expected = "a size like 4G, 512M or a number of bytes"
+        raise ValueError(f"expected {expected}, got {text!r}")
+    return int(m[1]) * 1024 ** " KMG".index(m[2] or " ")
+
+
+def _read_only_paths(extra: list[str]) -> list[Path]:
+    """What the sandbox may read: the venv, its Python, the package and ``extra``."""
+    import importlib.util
+
+    paths = [
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(os.path.realpath(sys.executable)).parent,
+    ]
+    spec = importlib.util.find_spec("aiayn_helpers")
+    # the book's package (students have it as a wheel): not the repository
+    if spec and spec.origin:
+        paths.append(Path(spec.origin).parent)
+    paths += [Path(p) for p in extra if p]
+    return [p.resolve() for p in paths if p.exists()]
+
+
+def bwrap_command(
+    scratch: Path,
+    read_only: list[Path],
+    *,
+    memory: int,
+    processes: int,
+    file_size: int,
+    tmp_size: int,
+    env: dict[str, str] | None = None,
+) -> list[str]:
+    """The bubblewrap command line that runs what follows it in a sandbox.
+
+    ``scratch`` (read-write) appears as /submission, the working directory; each of
+    ``read_only`` at its own path; /usr and the loader's files read-only; a private
+    /tmp of ``tmp_size`` bytes. The limits apply inside (prlimit): ``memory`` bytes of
+    address space per process, ``processes`` tasks, files of at most ``file_size``.
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise FileNotFoundError("bwrap")
+    cmd = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+    ]
+    cmd += [
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
+    cmd += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            cmd += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            cmd += ["--ro-bind", str(path), str(path)]
+    for name in (
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "localtime",
+        "nsswitch.conf",
+    ):
+        if (Path("/etc") / name).exists():
+            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    cmd += ["--size", str(tmp_size), "--perms", "1777", "--tmpfs", "/tmp"]
+    made = {Path("/"), Path("/tmp")}
+    bound: list[Path] = [Path("/usr")]
+    for path in sorted(set(read_only), key=lambda p: len(p.parts)):
+        if any(path.is_relative_to(b) for b in bound):
+            continue  # already inside a read-only bind
+        for parent in reversed(path.parents):
+            # bwrap makes missing parents 0700, which nobody could enter
+            if parent not in made:
+                cmd += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        cmd += ["--ro-bind", str(path), str(path)]
+        bound.append(path)
+    cmd += [
+        "--bind",
+        str(scratch),
+        "/submission",
+        "--chdir",
+        "/submission",
+        "--clearenv",
+    ]
+    environment = {
+        "HOME": "/tmp",
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "USER": "student",
+        "TMPDIR": "/tmp",
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NBGRADER_EXECUTION": "autograde",
+        **(env or {}),
+    }
+    for key, value in environment.items():
+        cmd += ["--setenv", key, value]
+    if os.geteuid() == 0:  # root has no RLIMIT_NPROC and reads root's files: be nobody
+        cmd += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "setpriv"]
+        cmd += [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        cmd += ["--inh-caps=-all", "--bounding-set=-all"]
+    else:
+        cmd += ["--"]
+    cmd += [
+        "prlimit",
+        f"--as={memory}",
+        f"--nproc={processes}",
+        f"--fsize={file_size}",
+        "--",
+    ]
+    return cmd
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """None when a sandbox can run Python here; else what is wrong, in words."""
+    if shutil.which("bwrap") is None:
+        return "is not installed (no bwrap on PATH)"
+    for tool in ("prlimit", "setpriv") if os.geteuid() == 0 else ("prlimit",):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (util-linux), which is not installed"
+    with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
+        if os.geteuid() == 0:
+            os.chown(tmp, NOBODY, NOBODY)
+        cmd = bwrap_command(
+            Path(tmp),
+            _read_only_paths([]),
+            memory=2 << 30,
+            processes=64,
+            file_size=1 << 20,
+            tmp_size=1 << 20,
+        )
+        try:
+            done = subprocess.run(
+                [*cmd, sys.executable, "-c", "import sys"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"could not start a sandbox ({err})"
+    if done.returncode != 0:
+        why = done.stderr.strip()[-500:]
+        return f"could not start a sandbox (exit {done.returncode}: {why})"
+    return None
+
+
+def _clean_output(o: object) -> dict | None:
+    """An output from the sandbox rebuilt from the fields nbformat knows, or None."""
+    if not isinstance(o, dict):
+        return None
+    kind = o.get("output_type")
+
+    def text(value) -> str:
+        return "".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    if kind == "stream":
+        return nbformat.v4.new_output(
+            "stream",
+            name="stderr" if o.get("name") == "stderr" else "stdout",
+            text=text(o.get("text", "")),
+        )
+    if kind == "error":
+        traceback = o.get("traceback") if isinstance(o.get("traceback"), list) else []
+        return nbformat.v4.new_output(
+            "error",
+            ename=str(o.get("ename", "Error")),
+            evalue=str(o.get("evalue", "")),
+            traceback=[str(t) for t in traceback],
+        )
+    if kind in ("display_data", "execute_result") and isinstance(o.get("data"), dict):
+        data = {}
+        for key, value in o["data"].items():
+            json_data = isinstance(value, dict) and str(key).endswith("json")
+            data[str(key)] = value if json_data else text(value)
+        metadata = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+        out = nbformat.v4.new_output(kind, data=data, metadata=metadata)
+        if kind == "execute_result":
+            count = o.get("execution_count")
+            out.execution_count = count if isinstance(count, int) else None
+        return out
+    return None
+
+
+def not_executed(reason: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output(
+        "error",
+        ename="NotExecuted",
+        evalue=reason,
+        traceback=[f"NotExecuted: {reason}"],
+    )
+
+
+def merge_outputs(nb: NotebookNode, frames: list[dict], reason: str) -> NotebookNode:
+    """``nb`` (the grader's own copy) with the outputs the sandbox sent for its cells.
+
+    Only outputs are taken, and only for a frame whose index and cell id match; a code
+    cell with no frame gets a ``NotExecuted`` error (a test cell that never ran fails).
+    """
+    done: dict[int, dict] = {}
+    for frame in frames:
+        index = frame.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(nb.cells):
+            continue
+        cell = nb.cells[index]
+        if cell.cell_type == "code" and frame.get("id") == cell.get("id"):
+            done[index] = frame
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        frame = done.get(index)
+        if frame is None:
+            cell.outputs, cell.execution_count = [not_executed(reason)], None
+            continue
+        outputs = frame.get("outputs") if isinstance(frame.get("outputs"), list) else []
+        cell.outputs = [o for o in map(_clean_output, outputs) if o is not None]
+        count = frame.get("execution_count")
+        cell.execution_count = count if isinstance(count, int) else None
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as err:
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                invalid = f"the sandbox returned invalid outputs: {err.message}"
+                cell.outputs = [not_executed(invalid)]
+    return nb
+
+
+def _copy_files(src: Path, dest: Path) -> None:
+    """Regular files of ``src`` into ``dest``: no notebooks (tests), no links."""
+    for folder, dirs, files in os.walk(src):
+        here = Path(folder)
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+        for name in files:
+            path = here / name
+            if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
+                continue
+            target = dest / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
+def run_sandboxed(
+    nb: nbformat.NotebookNode,
+    files: Path | None = None,
+    *,
+    cell_timeout: int = 60,
+    notebook_timeout: int = 600,
+    memory: int = 4 << 30,
+    processes: int = 256,
+    file_size: int = 256 << 20,
+    tmp_size: int = 512 << 20,
+    max_output: int = 64 << 20,
+    read_only: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[list[dict], str, str]:
+    """Execute ``nb`` in a sandbox whose /submission is a scratch copy of ``files``.
+
+    Returns the frames (one per executed cell: index, id, outputs, execution_count),
+    why cells may be missing ("" when the run ended normally) and the sandbox's log.
+    """
+    with tempfile.TemporaryDirectory(prefix="aiayn-grade-") as tmp:
+        scratch, log_path = Path(tmp) / "submission", Path(tmp) / "log"
+        scratch.mkdir()
+        if files is not None:
+            _copy_files(files, scratch)
+        if os.geteuid() == 0:
+            for path in (scratch, *scratch.rglob("*")):
+                os.chown(path, NOBODY, NOBODY)
+        cmd = bwrap_command(
+            scratch,
+            _read_only_paths(read_only or []),
+            memory=memory,
+            processes=processes,
+            file_size=file_size,
+            tmp_size=tmp_size,
+            env=env,
+        )
+        read_end, write_end = os.pipe()
+        chunks: list[bytes] = []
+        too_much = threading.Event()
+
+        def read_frames() -> None:
+            size = 0
+            with os.fdopen(read_end, "rb") as pipe:
+                while chunk := pipe.read(1 << 16):
+                    size += len(chunk)
+                    if size > max_output:
+                        too_much.set()
+                        return
+                    chunks.append(chunk)
+
+        reader = threading.Thread(target=read_frames, daemon=True)
+        reader.start()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [*cmd, sys.executable, "-c", RUNNER, str(write_end), str(cell_timeout)],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_end,),
+            )
+            os.close(write_end)
+            reason = ""
+            try:
+                proc.stdin.write(nbformat.writes(nb).encode())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            deadline = time.monotonic() + notebook_timeout
+            try:
+                while proc.poll() is None:
+                    if too_much.wait(timeout=0.2):
+                        mib = max_output >> 20
+                        reason = f"the notebook wrote more than {mib} MiB of output"
+                        break
+                    if time.monotonic() > deadline:
+                        limit = f"{notebook_timeout} s"
+                        reason = f"the notebook ran past its time limit ({limit})"
+                        break
+            finally:
+                proc.kill()  # bwrap; --die-with-parent takes the whole sandbox with it
+                proc.wait()
+        reader.join(timeout=10)
+        if not reason and proc.returncode != 0:
+            code = proc.returncode
+            reason = f"the sandbox stopped (exit {code}) before this cell ran"
+        frames = []
+        for line in b"".join(chunks).split(b"\n"):
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(frame, dict):
+                frames.append(frame)
+        log_text = log_path.read_bytes()[-20000:].decode(errors="replace")
+    return frames, reason, log_text
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute, the notebook run in a bubblewrap sandbox (see the module)."""
+
+    sandbox = Bool(True, help="False: no sandbox (own notebooks only)").tag(config=True)
+    notebook_timeout = Integer(600, help="Seconds a notebook may run").tag(config=True)
+    memory = Unicode("4G", help="Address space per process").tag(config=True)
+    processes = Integer(256, help="Processes and threads").tag(config=True)
+    read_only = List(Unicode(), help="More paths it may read").tag(config=True)
+    timeout = Integer(60, help="Seconds a cell may run", allow_none=True)
+    timeout.tag(config=True)
+
+    def preprocess(self, nb, resources, retry=None):
+        if not self.sandbox:
+            self.log.warning("Executing WITHOUT a sandbox (--unsandboxed)")
+            return super().preprocess(nb, resources)
+        problem = sandbox_problem()
+        if problem:
+            raise RuntimeError(INSTALL.format(problem=problem))
+        path = (resources.get("metadata") or {}).get("path")
+        passed = ("AIAYN_THREADS", "PYTHONHASHSEED", "OMP_NUM_THREADS")
+        env = {k: os.environ[k] for k in passed if k in os.environ}
+        data = [p for p in self.read_only if p]
+        data_dir = os.environ.get("AIAYN_DATA_DIR", "")
+        if data_dir and Path(data_dir).is_dir():  # the chapters' data, read-only
+            data.append(data_dir)
+            env["AIAYN_DATA_DIR"] = str(Path(data_dir).resolve())
+        frames, reason, log = run_sandboxed(
+            nb,
+            Path(path) if path else None,
+            cell_timeout=self.timeout or 60,
+            notebook_timeout=self.notebook_timeout,
+            memory=_bytes(self.memory),
+            processes=self.processes,
+            read_only=data,
+            env=env,
+        )
+        if reason:
+            self.log.warning("%s; sandbox log:\n%s", reason, log[-3000:])
+        return merge_outputs(nb, frames, reason or "this cell did not run"), resources
+
+
+HIDDEN = re.compile(
+    r"^[ \t]*#+ *BEGIN HIDDEN TESTS.*?^[ \t]*#+ *END HIDDEN TESTS[^\n]*\n?",
+    re.M | re.S,
+)
+HIDDEN_NOTE = "# (hidden tests: not shown)\n"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _strings(value) -> list[str]:
+    """Every string inside an output (its text, data, error message, traceback)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+WITHHELD = "[output withheld: it quotes the hidden tests]\n"
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """For feedback: hidden tests out of the sources, and out of every output.
+
+    A test cell keeps its visible part; its errors keep only ``ename: first line``
+    (tracebacks quote the hidden code). Any output that contains a line of hidden test
+    (12 characters or more) is withheld. A submission that encodes what it read can
+    still get past this: withhold feedback where that matters.
+    """
+
+    # nbconvert's exporter sets it on every preprocessor
+    display_data_priority = List([])
+
+    def preprocess(self, nb, resources):
+        hidden = set()
+        for cell in nb.cells:
+            for block in HIDDEN.findall(cell.source):
+                lines = {line.strip() for line in block.splitlines()}
+                hidden |= {line for line in lines if len(line) >= 12}
+        hidden -= {"### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"}
+        for cell in nb.cells:
+            had_hidden = bool(HIDDEN.search(cell.source))
+            cell.source = HIDDEN.sub(HIDDEN_NOTE, cell.source)
+            if cell.cell_type != "code":
+                continue
+            outputs = []
+            for out in cell.outputs:
+                if out.output_type == "error" and had_hidden:
+                    first = out.evalue.splitlines()[0] if out.evalue else ""
+                    out.traceback = [f"{out.ename}: {first}"[:500]]
+                text = ANSI.sub("", "\n".join(_strings(out)))
+                if any(line in text for line in hidden):
+                    out = nbformat.v4.new_output("stream", name="stdout", text=WITHHELD)
+                outputs.append(out)
+            cell.outputs = outputs
+        return nb, resources
+
+
+def configure(c) -> None:
+    """Set nbgrader's config ``c`` (a course's nbgrader_config.py) to use sandboxes."""
+    c.Autograde.autograde_preprocessors = [
+        SandboxedExecute,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]
+    c.GenerateFeedback.preprocessors = [
+        HideHiddenTests,
+        GetGrades,
+        CSSHTMLHeaderPreprocessor,
+    ]
+
+
+def nbgrader(*args: str, course: Path, quiet: bool = False) -> None:
+    """Run nbgrader in ``course`` with this Python (and its ``alembic``)."""
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=quiet,
+        text=True,
+    )
+    if done.returncode != 0:
+        detail = f":\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}" if quiet else ""
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed{detail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignment", help="the assignment's name, e.g. assignment1")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=ROOT / "_grading",
+        help="nbgrader course folder",
+    )
+    parser.add_argument(
+        "--feedback",
+        action="store_true",
+        help="also write feedback/ (hidden tests withheld)",
+    )
+    parser.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="NO sandbox: only for your own notebooks",
+    )
+    parser.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=60,
+        help="seconds per cell (60)",
+    )
+    parser.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=600,
+        help="seconds per notebook (600)",
+    )
+    parser.add_argument("--memory", default="4G", help="address space per process (4G)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=256,
+        help="processes and threads (256)",
+    )
+    parser.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        help="a folder the notebooks may read",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="show nbgrader's log only on failure",
+    )
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        print(
+            f"{course} has no nbgrader_config.py: run make student first",
+            file=sys.stderr,
+        )
+        return 2
+    if "from grade import configure" not in (course / "nbgrader_config.py").read_text():
+        print(
+            f"{course}/nbgrader_config.py predates the sandbox: run make student again",
+            file=sys.stderr,
+        )
+        return 2
+    if args.unsandboxed:
+        print(UNSANDBOXED, file=sys.stderr)
+    else:
+        problem = sandbox_problem()
+        if problem:
+            print(INSTALL.format(problem=problem), file=sys.stderr)
+            return 2
+        _bytes(args.memory)
+    flags = [
+        f"--SandboxedExecute.sandbox={not args.unsandboxed}",
+        f"--SandboxedExecute.timeout={args.cell_timeout}",
+        f"--SandboxedExecute.notebook_timeout={args.notebook_timeout}",
+        f"--SandboxedExecute.memory={args.memory}",
+        f"--SandboxedExecute.processes={args.processes}",
+    ]
+    flags += [f"--SandboxedExecute.read_only={Path(d).resolve()}" for d in args.data]
+    try:
+        nbgrader(
+            "autograde",
+            args.assignment,
+            "--create",
+            *flags,
+            course=course,
+            quiet=args.quiet,
+        )
+        nbgrader("export", course=course, quiet=args.quiet)
+        if args.feedback:
+            nbgrader(
+                "generate_feedback",
+                args.assignment,
+                "--force",
+                course=course,
+                quiet=args.quiet,
+            )
+    except RuntimeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    wrote = f"grades: {course / 'grades.csv'}"
+    if args.feedback:
+        wrote += f"; feedback: {course / 'feedback'}"
+    print(wrote)
+    if args.unsandboxed:
+        print("(graded WITHOUT a sandbox)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
