@@ -171,3 +171,35 @@ def test_each_timing_says_how_many_rounds_it_is():
     assert len(test2016["rounds"]) == 1
     assert f"**{test2016['seconds']:.1f}** s (one round)" in text
     assert f"{test2016['seconds']:.1f}** s (median)" not in text
+
+
+def test_the_shipped_weights_are_the_manifests():
+    """The page names the weights file by the SHA-256 and size its manifest records."""
+    text = PAGE.read_text(encoding="utf-8")
+    manifest = _load(MANIFEST)
+    digest = manifest["sha256"]["weights.safetensors"]
+    size = manifest["bytes"]["weights.safetensors"]
+    assert f"`weights.safetensors`, SHA-256 {digest[:12]}..., {size:,} bytes" in text
+
+
+@pytest.mark.parametrize(
+    "preset, vocabulary, figure",
+    [("multi30k", None, "7.6 M parameters"), ("multi30k-cpu", None, "2.2 M parameters"),
+     ("multi30k-base", 10_000, "36.7 M parameters with a 10,000-token vocabulary")],
+)  # fmt: skip
+def test_the_parameter_counts_are_the_presets(preset, vocabulary, figure):
+    """The page's parameter counts are those of the presets' models, built here."""
+    pytest.importorskip("torch")
+    from aiayn_helpers.config import PRESETS, build_model
+
+    cfg = PRESETS[preset]
+    model = build_model(cfg, vocabulary or cfg.vocab_size)
+    millions = sum(p.numel() for p in model.parameters()) / 1e6
+    assert figure in " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert figure.startswith(f"{millions:.1f} M")
+
+
+def test_the_shipped_bleu_lines_are_the_manifests():
+    text = PAGE.read_text(encoding="utf-8")
+    bleu = _load(MANIFEST)["test2016_bleu"]
+    assert f"{bleu['full']}\nsignature: {bleu['signature']}\n" in text
