@@ -60,6 +60,13 @@ from traitlets import Bool, Integer, List, Unicode
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534  # the uid and gid a root instructor's sandbox runs as
+# what the sandbox keeps of the grader's environment (threads, hashing, CPU kernels)
+PASSED_ENV = (
+    "AIAYN_THREADS",
+    "PYTHONHASHSEED",
+    "OMP_NUM_THREADS",
+    "ATEN_CPU_CAPABILITY",
+)
 INSTALL = """\
 Grading runs the students' code, so `make grade` runs each submission in a
 bubblewrap sandbox, and bubblewrap {problem}.
@@ -483,8 +490,7 @@ class SandboxedExecute(Execute):
         if problem:
             raise RuntimeError(INSTALL.format(problem=problem))
         path = (resources.get("metadata") or {}).get("path")
-        passed = ("AIAYN_THREADS", "PYTHONHASHSEED", "OMP_NUM_THREADS")
-        env = {k: os.environ[k] for k in passed if k in os.environ}
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         data = [p for p in self.read_only if p]
         data_dir = os.environ.get("AIAYN_DATA_DIR", "")
         if data_dir and Path(data_dir).is_dir():  # the chapters' data, read-only
