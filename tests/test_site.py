@@ -359,3 +359,46 @@ def test_attention_explorer_draws_the_stored_weights_offline(context, server):
     assert page.text_content("#ae-hover") == expected
     page.close()
     assert not errors, errors
+
+
+DIAGRAM_PAGES = sorted(
+    {
+        f"notebooks/{p.stem}.html"
+        for p in (ROOT / "notebooks").glob("*.ipynb")
+        if "book/figures/" in p.read_text(encoding="utf-8")
+    }
+)
+SCREENSHOTS = SITE.parent / "screenshots"  # kept as a build artifact beside the site
+
+
+@pytest.mark.parametrize("width", [375, 1280], ids=["phone", "desktop"])
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_path", _pages_or_skip(DIAGRAM_PAGES))
+def test_diagrams_fit_a_phone_and_read_in_dark_mode(browser, server, page_path, width, mode):
+    """Every chapter with diagrams, at a phone's and a laptop's width, in the site's light and
+    dark modes: each diagram loads, fits the page's width, keeps its white background, and a
+    screenshot of the first one is saved in _build/screenshots/."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=mode)
+    context.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
+    context.add_init_script(f"localStorage.setItem('mode', '{mode}'); localStorage.setItem('theme', '{mode}');")
+    page = context.new_page()
+    page.goto(server + page_path, wait_until="load")
+    page.evaluate(_JS_WAIT)
+    assert page.evaluate("() => document.documentElement.dataset.theme") == mode
+    figures = page.eval_on_selector_all(
+        "img[src*='_images/ch0'][src$='.svg']",
+        """els => els.map(e => ({
+            ok: e.complete && e.naturalWidth > 0, alt: e.alt, right: e.getBoundingClientRect().right,
+            page: document.documentElement.clientWidth}))""",
+    )
+    assert figures, f"{page_path}: no diagram found"
+    for f in figures:
+        assert f["ok"], f"{page_path}: a diagram did not load"
+        assert len(f["alt"].split()) >= 8, f"{page_path}: a diagram's alt text is not a sentence: {f['alt']!r}"
+        assert f["right"] <= f["page"] + 1, f"{page_path}: a diagram is wider than the page at {width} px"
+    SCREENSHOTS.mkdir(exist_ok=True)
+    first = page.locator("img[src*='_images/ch0'][src$='.svg']").first
+    first.scroll_into_view_if_needed()
+    name = f"{Path(page_path).stem}-{width}-{mode}.png"
+    first.screenshot(path=str(SCREENSHOTS / name))
+    context.close()
