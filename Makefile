@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade hub-links
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade hub-links slides
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -29,6 +29,7 @@ help:
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make bench    speed measurements (not part of the tests)"
+	@echo "make slides   one slide deck per syllabus session into _build/slides (offline)"
 	@echo "make lint     ruff over the package, the tests, the tools and the notebooks; actionlint over the workflows"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -98,6 +99,11 @@ student: setup
 grade: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(GRADE_FLAGS)
+
+# One slide deck per syllabus session, generated from the chapters (tools/make_slides.py):
+# _build/slides/session-NN.html, offline (MathJax and the diagrams beside them).
+slides: setup
+	$(BIN)/python tools/make_slides.py --out _build/slides
 
 # An nbgitpuller link per chapter for a JupyterHub, from _config.yml's repository.url.
 hub-links: setup
