@@ -333,3 +333,33 @@ def test_grading_refuses_without_bubblewrap(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "apt install bubblewrap" in err and "--unsandboxed" in err
     assert sorted(p.name for p in course.iterdir()) == ["nbgrader_config.py"]
+
+
+def test_grading_refuses_links_in_submissions(tmp_path, capsys):
+    """nbgrader copies a submission's files following links: make grade stops first."""
+    course = tmp_path / "course"
+    folder = course / "submitted" / "s1" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text("from grade import configure\n")
+    (folder / "notes.txt").symlink_to(SOURCE)
+    assert grade.main([ASSIGNMENT, "--course", str(course)]) == 2
+    assert str(folder / "notes.txt") in capsys.readouterr().err
+    assert not (course / "autograded").exists()
+
+
+def test_the_scratch_copy_leaves_out_notebooks_and_links(tmp_path):
+    """What nbgrader copied from a link (here: the source) stays out of the sandbox."""
+    submitted, autograded, scratch = (tmp_path / n for n in ("sub", "auto", "scratch"))
+    for folder in (submitted / "data", autograded / "data", scratch):
+        folder.mkdir(parents=True)
+    (submitted / "data" / "mine.csv").write_text("1,2\n")
+    (submitted / "notes.txt").symlink_to(SOURCE)
+    (submitted / "linked").symlink_to(SOURCE.parent, target_is_directory=True)
+    (autograded / "data" / "mine.csv").write_text("1,2\n")
+    (autograded / "notes.txt").write_bytes(SOURCE.read_bytes())  # as nbgrader copies
+    (autograded / f"{ASSIGNMENT}.ipynb").write_bytes(SOURCE.read_bytes())
+    grade._copy_files(autograded, scratch, submitted)
+    assert sorted(str(p.relative_to(scratch)) for p in scratch.rglob("*")) == [
+        "data",
+        "data/mine.csv",
+    ]

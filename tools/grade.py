@@ -76,6 +76,10 @@ bubblewrap sandbox, and bubblewrap {problem}.
   Windows:         in WSL, as on Linux
 (in a container, bubblewrap needs the right to create namespaces)
 To grade your own notebooks without a sandbox: make grade GRADE_FLAGS=--unsandboxed"""
+LINKS = """\
+Submissions hold symbolic links, which nbgrader would follow (to files of yours, or
+to a device that never ends). Remove them, then grade again:
+{links}"""
 UNSANDBOXED = """\
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
 !! --unsandboxed: the notebooks run as YOU, in the course folder, with your files, !!
@@ -360,14 +364,28 @@ def merge_outputs(nb: NotebookNode, frames: list[dict], reason: str) -> Notebook
     return nb
 
 
-def _copy_files(src: Path, dest: Path) -> None:
-    """Regular files of ``src`` into ``dest``: no notebooks (tests), no links."""
+def _through_link(base: Path, relative: Path) -> bool:
+    """Whether ``base / relative`` is, or passes through, a symbolic link."""
+    for depth in range(1, len(relative.parts) + 1):
+        if (base / Path(*relative.parts[:depth])).is_symlink():
+            return True
+    return False
+
+
+def _copy_files(src: Path, dest: Path, submitted: Path | None = None) -> None:
+    """Regular files of ``src`` into ``dest``: no notebooks (tests), no links.
+
+    nbgrader copies a submission's files into ``src`` following links, so a file
+    that is a link in the ``submitted`` folder (to the source, say) is left out too.
+    """
     for folder, dirs, files in os.walk(src):
         here = Path(folder)
         dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
         for name in files:
             path = here / name
             if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
+                continue
+            if submitted and _through_link(submitted, path.relative_to(src)):
                 continue
             target = dest / path.relative_to(src)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -377,6 +395,7 @@ def _copy_files(src: Path, dest: Path) -> None:
 def run_sandboxed(
     nb: nbformat.NotebookNode,
     files: Path | None = None,
+    submitted: Path | None = None,
     *,
     cell_timeout: int = 60,
     notebook_timeout: int = 600,
@@ -388,7 +407,8 @@ def run_sandboxed(
     read_only: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> tuple[list[dict], str, str]:
-    """Execute ``nb`` in a sandbox whose /submission is a scratch copy of ``files``.
+    """Execute ``nb`` in a sandbox whose /submission is a scratch copy of ``files``
+    (less what is a link in ``submitted``, the student's own folder).
 
     Returns the frames (one per executed cell: index, id, outputs, execution_count),
     why cells may be missing ("" when the run ended normally) and the sandbox's log.
@@ -397,7 +417,7 @@ def run_sandboxed(
         scratch, log_path = Path(tmp) / "submission", Path(tmp) / "log"
         scratch.mkdir()
         if files is not None:
-            _copy_files(files, scratch)
+            _copy_files(files, scratch, submitted)
         if os.geteuid() == 0:
             for path in (scratch, *scratch.rglob("*")):
                 os.chown(path, NOBODY, NOBODY)
@@ -490,6 +510,12 @@ class SandboxedExecute(Execute):
         if problem:
             raise RuntimeError(INSTALL.format(problem=problem))
         path = (resources.get("metadata") or {}).get("path")
+        ids = resources.get("nbgrader") or {}
+        submitted = None
+        if path and ids.get("student") and ids.get("assignment"):
+            # <course>/autograded/<student>/<assignment> -> <course>/submitted/...
+            course = Path(path).resolve().parents[2]
+            submitted = course / "submitted" / ids["student"] / ids["assignment"]
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         data = [p for p in self.read_only if p]
         data_dir = os.environ.get("AIAYN_DATA_DIR", "")
@@ -499,6 +525,7 @@ class SandboxedExecute(Execute):
         frames, reason, log = run_sandboxed(
             nb,
             Path(path) if path else None,
+            submitted,
             cell_timeout=self.timeout or 60,
             notebook_timeout=self.notebook_timeout,
             memory=_bytes(self.memory),
@@ -606,6 +633,19 @@ def nbgrader(*args: str, course: Path, quiet: bool = False) -> None:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed{detail}")
 
 
+def links_in_submissions(course: Path, assignment: str) -> list[Path]:
+    """The symbolic links in the submitted folders of ``assignment``."""
+    found = []
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        if folder.is_symlink():
+            found.append(folder)
+            continue
+        for here, dirs, files in os.walk(folder):
+            paths = [Path(here) / name for name in dirs + files]
+            found += [path for path in paths if path.is_symlink()]
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("assignment", help="the assignment's name, e.g. assignment1")
@@ -668,6 +708,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{course}/nbgrader_config.py predates the sandbox: run make student again",
             file=sys.stderr,
         )
+        return 2
+    links = links_in_submissions(course, args.assignment)
+    if links:
+        listed = "\n".join(f"  {link}" for link in links)
+        print(LINKS.format(links=listed), file=sys.stderr)
         return 2
     if args.unsandboxed:
         print(UNSANDBOXED, file=sys.stderr)
