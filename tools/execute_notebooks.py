@@ -18,7 +18,8 @@ notebook above ``MEMORY_BUDGET_GB``, a classroom hub's share per student. The
 kernel's CPU time (``CPU_TIME_EXPRESSION``, user and system) is recorded too: on a
 machine that other programs share, the wall-clock seconds grow with their load,
 while the CPU time stays close to what the notebook takes on a core of its own,
-so the time budget ``TIME_BUDGET_S`` is checked against it.
+so the time budget ``TIME_BUDGET_S`` is checked against it. The machine's 1-minute
+load average when the run ended (``load_average``) says how busy it was.
 
     python tools/execute_notebooks.py --measure-only notebooks/07_full_model.ipynb
 
@@ -189,6 +190,7 @@ def main(argv: list[str]) -> None:
             record_time(p, elapsed, key_name=key_name)
             if peak is not None:
                 record_time(p, cpu, key_name="cpu_seconds")
+                record_time(p, os.getloadavg()[0], key_name="load_average")
                 record_time(p, peak / 1e6, key_name="peak_memory_mb", digits=0)
         memory = "" if peak is None else f"  {cpu:.1f} s CPU  {peak / 1e9:.2f} GB peak"
         print(f"{elapsed:7.1f} s{memory}  {key_name}  {p}", flush=True)

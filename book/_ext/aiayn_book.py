@@ -141,8 +141,15 @@ class NotebookTimes(_TimesMixin):
         header = ["Notebook", "Alone, default threads", "Two notebooks at once", "CPU time", "Peak memory"]
         table = self.table(header, rows, [32, 17, 17, 17, 17])
         machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
-        note = nodes.paragraph(text=f"Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: {machines}.")
-        return [table, note]
+        text = "Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: "
+        text += f"{machines}."
+        loads = [e["load_average"] for e in entries if e and "load_average" in e]
+        if loads:  # how busy the machine was: wall-clock times grow with it
+            text += (
+                " The machine's 1-minute load average at the end of the runs alone was"
+                f" {min(loads):.1f} to {max(loads):.1f}."
+            )
+        return [table, nodes.paragraph(text=text)]
 
 
 class Syllabus(_TimesMixin):
