@@ -175,3 +175,12 @@ def test_glossary_defines_the_core_terms():
     for term in ("Attention", "Query", "Key", "Value", "Head", "Mask", "Teacher forcing", "Label smoothing", "BPE",
                  "Beam search", "BLEU", "Post-norm", "Pre-norm", "Positional encoding"):  # fmt: skip
         assert term in terms, f"the glossary lacks {term!r}"
+
+
+def test_api_page_documents_every_public_name():
+    """book/api.md (Sphinx autodoc) has an entry for every name in aiayn_helpers.__all__."""
+    import aiayn_helpers as ah
+
+    page = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"\.\. auto(?:function|class|data):: aiayn_helpers\.(?:\w+\.)*(\w+)", page))
+    assert set(ah.__all__) <= documented, sorted(set(ah.__all__) - documented)

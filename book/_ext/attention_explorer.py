@@ -7,7 +7,8 @@ test2016 sentences. The result is written as ``_static/attention_explorer_data.j
 (a script that sets ``window.ATTENTION_EXPLORER``, which a page opened from disk can
 read, unlike a JSON file fetched over file://), so the maps always come from the
 weights that ship with this build. Reading test2016 needs the corpus
-(``$AIAYN_DATA_DIR`` or the download cache; ``make data``).
+(``$AIAYN_DATA_DIR`` or the download cache; ``make data``); without it (offline, no
+cache) the page offers the held-out sentences only.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ def explorer_data() -> dict:
 
     torch.set_num_threads(int(os.environ.get("AIAYN_THREADS", "1")))
     model, tokenizer = ah.load_pretrained()
-    german = HELD_OUT + [de for de, _ in load_multi30k("test2016")[:TEST_SENTENCES]]
+    try:
+        test = [de for de, _ in load_multi30k("test2016")[:TEST_SENTENCES]]
+    except ValueError as err:  # no corpus and no network: the held-out sentences only, and say so
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).info(f"attention explorer: test2016 not available ({err}); held-out sentences only")
+        test = []
+    german = HELD_OUT + test
     records = attention_maps(model, tokenizer, german, scale=100)
     manifest = read_manifest(Path(ah.__file__).with_name("pretrained") / "multi30k")
     return {
