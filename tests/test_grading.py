@@ -363,3 +363,13 @@ def test_the_scratch_copy_leaves_out_notebooks_and_links(tmp_path):
         "data",
         "data/mine.csv",
     ]
+
+
+@needs_sandbox
+def test_grading_refuses_a_memory_limit_too_small_for_pytorch(tmp_path, capsys):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text("from grade import configure\n")
+    assert grade.main([ASSIGNMENT, "--course", str(course), "--memory", "300M"]) == 2
+    assert "PyTorch does not import" in capsys.readouterr().err
+    assert sorted(p.name for p in course.iterdir()) == ["nbgrader_config.py"]

@@ -283,6 +283,42 @@ def sandbox_problem() -> str | None:
     return None
 
 
+def too_little_memory(memory: int, processes: int) -> str | None:
+    """None when PyTorch imports in a sandbox with these limits; else what to do.
+
+    A CUDA build of PyTorch maps large libraries, which count as address space.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
+        if os.geteuid() == 0:
+            os.chown(tmp, NOBODY, NOBODY)
+        limits = {"file_size": 1 << 20, "tmp_size": 64 << 20}
+        cmd = bwrap_command(
+            Path(tmp),
+            _read_only_paths([]),
+            memory=memory,
+            processes=processes,
+            **limits,
+        )
+        code = "import torch; torch.ones(3).sum()"
+        done = subprocess.run(
+            [*cmd, sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    if done.returncode == 0:
+        return None
+    last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+    return (
+        f"PyTorch does not import in a sandbox with --memory {memory >> 20}M "
+        f"and --processes {processes} ({last}): raise them, e.g. --memory 16G"
+    )
+
+
 def _clean_output(o: object) -> dict | None:
     """An output from the sandbox rebuilt from the fields nbformat knows, or None."""
     if not isinstance(o, dict):
@@ -721,7 +757,10 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(INSTALL.format(problem=problem), file=sys.stderr)
             return 2
-        _bytes(args.memory)
+        short = too_little_memory(_bytes(args.memory), args.processes)
+        if short:
+            print(short, file=sys.stderr)
+            return 2
     flags = [
         f"--SandboxedExecute.sandbox={not args.unsandboxed}",
         f"--SandboxedExecute.timeout={args.cell_timeout}",
