@@ -30,6 +30,8 @@ import make_student  # noqa: E402
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 from nbgrader.api import Gradebook  # noqa: E402
 
+pytestmark = pytest.mark.timeout(900)  # the first test to use `graded` grades everyone
+
 ASSIGNMENT = "assignment1"
 SOURCE = ROOT / "book" / "autograder" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 
@@ -244,7 +246,6 @@ def graded(tmp_path_factory):
     listener.close()
 
 
-@pytest.mark.timeout(900)
 def test_nbgrader_scores_correct_and_planted_bugs(graded):
     _, _, scores, _ = graded
     assert scores["correct"] == 1.0, scores
