@@ -19,11 +19,12 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade hub-links slides
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
 	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
+	@echo "make test-quick  the package tests only, without notebooks, site or slow tests (under 2 minutes)"
 	@echo "make test-portable  package tests (with the exercise test) + strict nbval again, on PyTorch's generic CPU kernels"
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
@@ -79,6 +80,11 @@ lint: setup lint-workflows
 
 pytest: setup
 	$(BIN)/pytest tests -m "not site" -q
+
+# The package tests alone, without the notebooks, the site, grading or anything marked slow:
+# a quick check while you change the package (under 2 minutes on 2 cores).
+test-quick: setup
+	$(BIN)/pytest $(PARALLEL) -p no:randomly -q -m "not site and not exercises and not slow" tests
 
 nbval: setup
 	$(BIN)/pytest $(NBVAL_FLAGS) -p no:randomly -q notebooks

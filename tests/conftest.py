@@ -17,3 +17,19 @@ def _seed_and_threads():
 
 def f64(*shape: int) -> torch.Tensor:
     return torch.randn(*shape, dtype=torch.float64)
+
+
+# Test files that execute notebooks, run nbgrader or start subprocesses that train: `make
+# test-quick` leaves them out (marker `slow`); `make test` runs everything.
+SLOW_FILES = {"test_grading.py", "test_memory_budget.py", "test_student.py", "test_exercises.py"}
+SLOW_TESTS = {
+    "test_tiny_trained_copy_model_decodes_exactly",  # trains a model for 15 s
+    "test_export_tool_round_trip",  # two subprocesses
+    "test_console_script_translates_standard_input",  # a subprocess that loads the model
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_FILES or item.originalname in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
