@@ -43,8 +43,9 @@ TORCH_PIN := $(shell grep -m1 '^torch==' requirements.txt)
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_PIN)" \
-	  --index-url $(TORCH_INDEX) || echo "setup: $(TORCH_INDEX) could not be reached; torch comes from the default index")
+	$(if $(TORCH_INDEX),if $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=15)" \
+	  2>/dev/null; then $(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_PIN)" \
+	  --index-url $(TORCH_INDEX); else echo "setup: $(TORCH_INDEX) cannot be reached; torch comes from the default index"; fi)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $(STAMP)
 
