@@ -30,6 +30,6 @@ SLOW_TESTS = {
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.path.name in SLOW_FILES or item.originalname in SLOW_TESTS:
+    for item in items:  # (the notebooks' cells, collected by nbval, have no originalname)
+        if item.path.name in SLOW_FILES or getattr(item, "originalname", None) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
