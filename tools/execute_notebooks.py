@@ -73,6 +73,29 @@ CPU_TIME_EXPRESSION = (
 )
 
 
+def settle_progress_bars(cell) -> None:
+    """Store a progress bar once, in its final state, instead of once per refresh.
+
+    tqdm redraws its bar on stderr with a carriage return, and nbclient keeps every
+    redraw as its own output: chapter 7 stored 406 of them. Consecutive stderr outputs of
+    a cell become one, and on each line only the text after the last carriage return is
+    kept, which is what a terminal (and Jupyter) would show at the end. A reader running
+    the notebook still sees the bar move; stdout is left exactly as printed.
+    """
+    merged = []
+    for out in cell.get("outputs", []):
+        stderr = out.get("output_type") == "stream" and out.get("name") == "stderr"
+        if stderr and merged and merged[-1].get("output_type") == "stream" and merged[-1].get("name") == "stderr":
+            merged[-1]["text"] += out["text"]
+        else:
+            merged.append(out)
+    for out in merged:
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            lines = out["text"].split("\n")
+            out["text"] = "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
+    cell["outputs"] = merged
+
+
 def execute(path: Path, write: bool = True) -> tuple[float, int, float]:
     """Run ``path`` in a fresh kernel: seconds, its kernel's peak bytes and CPU time."""
     nb = nbformat.read(path, as_version=4)
@@ -96,6 +119,7 @@ def execute(path: Path, write: bool = True) -> tuple[float, int, float]:
         if cell.cell_type == "code":
             for out in cell.get("outputs", []):
                 out.get("metadata", {}).pop("execution", None)
+            settle_progress_bars(cell)
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata.pop("widgets", None)
     nb.metadata.pop("jupytext", None)
