@@ -217,9 +217,22 @@ def quiz(questions: list[dict], key: str) -> None:
 
     if not questions or any(not q.get("answers") or not any(a.get("correct") for a in q["answers"]) for q in questions):
         raise ValueError("every question needs answers, at least one of them correct")
+    import jupyterquiz.dynamic.display as jq_display
+
+    # jupyterquiz reads MathJax.version[0] when a page defines MathJax's configuration but
+    # the script has not loaded yet; on a slow page that throws. String(undefined)[0] is
+    # "u": the quiz skips typesetting (MathJax typesets the page when it loads).
+    build_script = jq_display.build_script
+    jq_display.build_script = lambda *args, **kwargs: _guard_mathjax(build_script(*args, **kwargs))
     state = random.getstate()
     random.seed(f"aiayn-quiz-{key}")  # jupyterquiz names its elements with random letters
     try:
         display_quiz(questions, shuffle_answers=False, max_width=800)
     finally:
         random.setstate(state)
+        jq_display.build_script = build_script
+
+
+def _guard_mathjax(script: str) -> str:
+    """jupyterquiz's script with every ``version[0]`` read made safe for an unloaded MathJax."""
+    return script.replace("version[0]", "String(version)[0]")

@@ -402,3 +402,29 @@ def test_diagrams_fit_a_phone_and_read_in_dark_mode(browser, server, page_path, 
     name = f"{Path(page_path).stem}-{width}-{mode}.png"
     first.screenshot(path=str(SCREENSHOTS / name))
     context.close()
+
+
+@pytest.mark.parametrize("page_path", _pages_or_skip(QUIZ_CHAPTERS[:1]))
+def test_quiz_survives_a_mathjax_that_has_not_loaded(context, server, page_path):
+    """A reader may click before MathJax has loaded (a slow page): the quiz answers, no error.
+
+    The page defines MathJax's configuration before the script arrives; jupyterquiz read
+    ``MathJax.version[0]`` then, and threw. Blocking the script holds the page in that state.
+    """
+    questions = _quiz_questions(nbformat.read(_notebook_for(page_path), as_version=4))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/mathjax/**", lambda route: route.abort())
+    page.goto(server + page_path, wait_until="load")
+    page.wait_for_selector(".MCButton")
+    page.wait_for_timeout(1500)  # jupyterquiz typesets from a 1-second timer after rendering
+    right = next(a for a in questions[0]["answers"] if a["correct"])
+    page.locator(".MCButton", has_text=right["answer"]).first.click()
+    expect = pytest.importorskip("playwright.sync_api").expect
+    expect(page.locator(".Feedback").first).to_have_class(re.compile(r"(^|\s)correct(\s|$)"))
+    assert page.evaluate("typeof MathJax !== 'undefined' && MathJax.version === undefined"), (
+        "the test needs MathJax configured but not loaded"
+    )
+    page.close()
+    assert not errors, f"JavaScript errors on {page_path} before MathJax loaded: {errors}"
