@@ -24,7 +24,7 @@ score, one file at a time:
 6. ``decoding.py``: after training, ``beam_search`` encodes the sentence once
    (``Transformer.encode``: the memory and the source mask) and grows four hypotheses
    a token at a time (``Transformer.next_token_logits``), ranked with a length penalty.
-7. ``translate.py``: ``translate`` turned the sentence into those source ids and turns
+7. ``translation.py``: ``translate`` turned the sentence into those source ids and turns
    the best hypothesis back into English text; ``translate_and_score`` scores all of
    test2016 against the references with sacreBLEU, and ``train.py`` writes the score
    to ``metrics.json``. ``python -m aiayn_helpers.evaluate`` repeats 6 and 7 for a
@@ -97,12 +97,12 @@ __all__ += [
     "evaluate_loss",
 ]
 
-# chapter 8: the shipped translator. (`translate` here is the function of aiayn_helpers.pretrained;
-# the module aiayn_helpers.translate stays importable as `from aiayn_helpers.translate import ...`.)
+# chapter 8: the shipped translator
 from .layers import KVCache  # noqa: E402
-from .pretrained import load_pretrained, translate  # noqa: E402
+from .pretrained import load_pretrained  # noqa: E402
+from .translation import encode_sources, translate, translate_and_score  # noqa: E402
 
-__all__ += ["KVCache", "load_pretrained", "translate"]
+__all__ += ["KVCache", "load_pretrained", "translate", "encode_sources", "translate_and_score"]
 
 # chapter 10: after the paper (rotary embeddings, ALiBi, a decoder-only language model, BERT's masking)
 from .descendants import (  # noqa: E402

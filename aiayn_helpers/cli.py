@@ -82,7 +82,8 @@ def translate_main(argv: Sequence[str] | None = None, prog: str = "aiayn-transla
 
     import torch
 
-    from .pretrained import load_pretrained, translate
+    from .pretrained import load_pretrained
+    from .translation import translate
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -24,7 +24,7 @@ import torch
 from . import _cli
 from .checkpoint import average_checkpoints, epoch_checkpoints, load_model
 from .data import load_multi30k
-from .translate import translate_and_score
+from .translation import translate_and_score
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -20,7 +20,7 @@ from torch import nn
 
 from .data import BOS_ID
 from .decoding import beam_search, greedy_decode
-from .translate import encode_sources
+from .translation import encode_sources
 
 # Chapter 8's sentences that appear nowhere in Multi30k (tests/test_explorer.py checks the list
 # against the chapter).

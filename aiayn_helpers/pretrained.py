@@ -7,7 +7,7 @@
   (a header of names, shapes and dtypes, then raw numbers: nothing is unpickled);
 * ``tokenizer.json``: the shared German-English BPE tokenizer;
 * ``config.json``: the run's :class:`~aiayn_helpers.config.Config`, with the beam size and
-  length penalty chosen on the validation split, which :func:`translate` uses by default;
+  length penalty chosen on the validation split, which :func:`~aiayn_helpers.translate` uses by default;
 * ``manifest.json``: the SHA-256 of the three files above, the training command,
   hardware, time and epochs, and the test2016 sacreBLEU of these weights.
 
@@ -20,15 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from ._checks import check_non_negative_number, check_positive_int
 from .config import build_model, config_from_dict
-from .translate import translate as _translate
 
 ROOT = Path(__file__).with_name("pretrained")
 FILES = ("weights.safetensors", "tokenizer.json", "config.json")  # what the manifest's hashes cover
@@ -41,7 +38,6 @@ __all__ = [
     "read_manifest",
     "read_safetensors",
     "sha256",
-    "translate",
     "write_safetensors",
 ]
 
@@ -159,36 +155,3 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         tensors[alias] = tensors[name]
     return tensors
 
-
-def translate(
-    model: nn.Module,
-    tokenizer,
-    sentences: Sequence[str],
-    beam_size: int | None = None,
-    length_penalty: float | None = None,
-    batch_size: int = 64,
-    progress: bool = False,
-) -> list[str]:
-    """Translate plain German ``sentences`` into detokenized English, in their order.
-
-    Beam search with the GNMT length penalty and a key/value cache; ``beam_size=1`` is
-    greedy decoding. ``None`` takes the model's own settings, chosen on the validation
-    split and stored in its ``config.json`` (:func:`load_pretrained` attaches them as
-    ``model.decoding_defaults``), or the paper's beam 4 and alpha 0.6 for a model without
-    them. ``progress=True`` shows a progress bar on standard error, one step per batch.
-    """
-    defaults = {"beam_size": 4, "length_penalty": 0.6, **getattr(model, "decoding_defaults", {})}
-    beam_size = defaults["beam_size"] if beam_size is None else beam_size
-    length_penalty = defaults["length_penalty"] if length_penalty is None else length_penalty
-    if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences):
-        raise ValueError(
-            "sentences must be a list of strings (one per sentence), "
-            f"got {type(sentences).__name__}"
-            + (" (wrap a single sentence in a list)" if isinstance(sentences, str) else "")
-        )
-    check_positive_int("beam_size", beam_size)
-    check_non_negative_number("length_penalty", length_penalty)
-    check_positive_int("batch_size", batch_size)
-    if not sentences:
-        return []
-    return _translate(model, tokenizer, list(sentences), beam_size, length_penalty, batch_size, progress)

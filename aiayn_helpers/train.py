@@ -39,7 +39,7 @@ from .config import PRESETS, Config, build_model, resolve_config
 from .data import encode_pairs, length_batches, load_multi30k, train_bpe
 from .model import Transformer
 from .training import EpochStats, evaluate_loss, make_batch, make_noam_scheduler, make_optimizer, train_step
-from .translate import translate_and_score
+from .translation import translate_and_score
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -12,7 +12,7 @@ import torch
 import aiayn_helpers as ah
 from aiayn_helpers.data import BOS_ID
 from aiayn_helpers.explorer import HELD_OUT, KINDS, attention_maps
-from aiayn_helpers.translate import encode_sources
+from aiayn_helpers.translation import encode_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@
 (the paper's section 6.1). The tokenizer and the config always come from the run's
 ``last.pt``; ``--beam-size`` and ``--length-penalty`` (chosen on the validation split
 with ``python -m aiayn_helpers.evaluate``) are written into ``config.json``, where
-``aiayn_helpers.translate`` takes its defaults. The weights are stored as float16
+``aiayn_helpers.translate`` (in ``aiayn_helpers/translation.py``) takes its defaults. The weights are stored as float16
 safetensors; then the exported model is loaded back exactly as
 ``aiayn_helpers.load_pretrained`` loads it (float32) and translates test2016 with
 ``aiayn_helpers.translate`` and its defaults, as chapter 8 does, once; the manifest
@@ -89,7 +89,7 @@ def score_test2016(out: Path) -> dict:
     from sacrebleu.metrics import BLEU
 
     from aiayn_helpers.data import load_multi30k
-    from aiayn_helpers.pretrained import translate
+    from aiayn_helpers.translation import translate
 
     model, tokenizer = load_pretrained_dir(out)
     pairs = load_multi30k("test2016")
