@@ -9,9 +9,10 @@ limits of one invocation (:data:`INVOCATION_FIELDS`).
 Three lengths that are easy to confuse have three names:
 
 * ``Config.truncate_len``: sentences longer than this many ids (specials included)
-  are cut when the corpus is encoded (``encode_pairs(..., max_len=truncate_len)``);
-* ``Transformer(max_len=...)``: the size of the positional table (5000 by default);
-* ``greedy_decode``/``beam_search(max_len=...)``: the decoding budget, the most tokens
+  are cut when the corpus is encoded (``encode_pairs(..., truncate_len=...)``);
+* ``Transformer(max_positions=...)``: the size of the positional table (5000 by
+  default), passed on as ``PositionalEncoding(max_len=...)``, PyTorch's name for it;
+* ``greedy_decode``/``beam_search(max_new_tokens=...)``: the decoding budget, the most tokens
   generated per sentence (by default the paper's source length + 50).
 """
 
@@ -177,5 +178,5 @@ def build_model(cfg: Config, vocab_size: int) -> Transformer:
         fused=True,
         d_k=cfg.d_k,
         positional=cfg.positional,
-        **({"max_len": max(LEARNED_MAX_LEN, cfg.truncate_len + 50)} if cfg.positional == "learned" else {}),
+        **({"max_positions": max(LEARNED_MAX_LEN, cfg.truncate_len + 50)} if cfg.positional == "learned" else {}),
     )

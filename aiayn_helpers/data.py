@@ -179,15 +179,17 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2):
 
 
 def encode_pairs(
-    tokenizer, pairs: Sequence[tuple[str, str]], max_len: int | None = None
+    tokenizer, pairs: Sequence[tuple[str, str]], truncate_len: int | None = None
 ) -> list[tuple[list[int], list[int]]]:
     """Token ids of each pair: source ``ids + [<eos>]``, target ``[<bos>] + ids + [<eos>]``.
 
-    ``max_len`` (if given) truncates both sides to at most ``max_len`` ids, the
+    ``truncate_len`` (if given) cuts both sides to at most ``truncate_len`` ids, the
     special tokens included (the closing ``<eos>`` is kept).
     """
-    if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 3):
-        raise ValueError(f"max_len must be an int >= 3 or None, got {max_len!r}")
+    if truncate_len is not None and (
+        isinstance(truncate_len, bool) or not isinstance(truncate_len, int) or truncate_len < 3
+    ):
+        raise ValueError(f"truncate_len must be an int >= 3 or None, got {truncate_len!r}")
     if not pairs:
         return []
     src = tokenizer.encode_batch([p[0] for p in pairs], add_special_tokens=False)
@@ -195,8 +197,8 @@ def encode_pairs(
     out = []
     for s, t in zip(src, tgt, strict=True):
         s_ids, t_ids = list(s.ids), list(t.ids)
-        if max_len is not None:
-            s_ids, t_ids = s_ids[: max_len - 1], t_ids[: max_len - 2]
+        if truncate_len is not None:
+            s_ids, t_ids = s_ids[: truncate_len - 1], t_ids[: truncate_len - 2]
         out.append((s_ids + [EOS_ID], [BOS_ID] + t_ids + [EOS_ID]))
     return out
 
@@ -223,7 +225,7 @@ def length_batches(
         if max(ls, lt) > max_tokens:
             raise ValueError(
                 f"pair {i} has {ls} source and {lt} target ids, more than max_tokens={max_tokens}; "
-                "raise max_tokens or truncate with encode_pairs(..., max_len=...)"
+                "raise max_tokens or truncate with encode_pairs(..., truncate_len=...)"
             )
     keys = [rng.random() for _ in lengths]
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i][1], lengths[i][0], keys[i]))

@@ -8,7 +8,7 @@ Conventions shared by every function here:
 
 * ``src`` is a ``(batch, S)`` tensor of source ids, padded with ``model.pad_id``.
 * A hypothesis is returned as a list of ids **without** ``<bos>`` and ``<eos>``.
-* ``max_len`` is the largest number of tokens generated per sentence, ``<eos>``
+* ``max_new_tokens`` is the largest number of tokens generated per sentence, ``<eos>``
   included; ``None`` means "source length (without padding) + 50", the paper's rule.
   So a returned hypothesis shorter than its limit ended with ``<eos>``; one of exactly
   the limit's length was cut off.
@@ -83,12 +83,12 @@ def _check_use_cache(model: object, use_cache: object) -> None:
         )
 
 
-def _limits(model: nn.Module, src: torch.Tensor, max_len: int | None) -> torch.Tensor:
+def _limits(model: nn.Module, src: torch.Tensor, max_new_tokens: int | None) -> torch.Tensor:
     """Per-sentence budget of generated tokens, ``(batch,)`` long."""
-    if max_len is None:
+    if max_new_tokens is None:
         return (src != model.pad_id).sum(dim=1).clamp(min=1) + 50
-    check_positive_int("max_len", max_len)
-    return torch.full((src.shape[0],), max_len, dtype=torch.long, device=src.device)
+    check_positive_int("max_new_tokens", max_new_tokens)
+    return torch.full((src.shape[0],), max_new_tokens, dtype=torch.long, device=src.device)
 
 
 def _next_log_probs(logits: torch.Tensor, pad_id: int, bos_id: int) -> torch.Tensor:
@@ -120,7 +120,7 @@ class _EvalMode:
 def greedy_decode(
     model: nn.Module,
     src: torch.Tensor,
-    max_len: int | None = None,
+    max_new_tokens: int | None = None,
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,
     *,
@@ -131,7 +131,7 @@ def greedy_decode(
     Args:
         model: an :class:`aiayn_helpers.Transformer` (``encode`` and ``next_token_logits``).
         src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
-        max_len: most tokens generated per sentence (``<eos>`` included); ``None``:
+        max_new_tokens: most tokens generated per sentence (``<eos>`` included); ``None``:
             source length + 50.
         use_cache: keep a key/value cache (one decoder position per step) instead of
             re-running the decoder over the whole prefix; same result.
@@ -141,7 +141,7 @@ def greedy_decode(
     """
     _check_inputs(model, src, bos_id, eos_id)
     _check_use_cache(model, use_cache)
-    limits = _limits(model, src, max_len)
+    limits = _limits(model, src, max_new_tokens)
     batch = src.shape[0]
     with _EvalMode(model):
         memory, src_mask = model.encode(src)  # (batch, S, d_model) and (batch, 1, 1, S), computed once
@@ -173,7 +173,7 @@ def beam_search(
     model: nn.Module,
     src: torch.Tensor,
     beam_size: int = 4,
-    max_len: int | None = None,
+    max_new_tokens: int | None = None,
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,
     length_penalty: float = 0.6,
@@ -205,7 +205,7 @@ def beam_search(
         model: an :class:`aiayn_helpers.Transformer`.
         src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
         beam_size: beams per sentence (4 in the paper).
-        max_len: most tokens generated per sentence (``<eos>`` included); ``None``:
+        max_new_tokens: most tokens generated per sentence (``<eos>`` included); ``None``:
             source length + 50 (the paper's rule).
         length_penalty: ``alpha`` of :func:`length_penalty_gnmt` (0.6 in the paper); ``>= 0``.
         return_scores: also return each hypothesis' penalised score.
@@ -223,7 +223,7 @@ def beam_search(
     vocab = model.tgt_vocab_size
     if vocab - 3 < beam_size:  # <pad>, <bos> and <eos> never continue a beam
         raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
-    limits = _limits(model, src, max_len).tolist()
+    limits = _limits(model, src, max_new_tokens).tolist()
     with _EvalMode(model):
         finished = _beam_search(model, src, beam_size, limits, bos_id, eos_id, length_penalty, use_cache)
     best = [hyps[0] for hyps in finished]  # kept sorted, best first; the earlier of equal scores
@@ -362,14 +362,14 @@ def score_hypotheses(
     src: torch.Tensor,
     hypotheses: Sequence[Sequence[int]],
     length_penalty: float = 0.6,
-    max_len: int | None = None,
+    max_new_tokens: int | None = None,
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,
 ) -> list[float]:
     """The score beam search ranks by, ``log P(Y | X) / lp(|Y|)``, for given hypotheses.
 
     ``hypotheses`` are lists of ids as the decoders return them (no ``<bos>``/``<eos>``).
-    A hypothesis shorter than its sentence's limit (``max_len``, same rule as the
+    A hypothesis shorter than its sentence's limit (``max_new_tokens``, same rule as the
     decoders) is scored with ``<eos>`` appended, since that is how it ended; one of
     exactly the limit's length is scored as it is. Useful to compare greedy and beam
     outputs under the same objective.
@@ -377,7 +377,7 @@ def score_hypotheses(
     _check_inputs(model, src, bos_id, eos_id)
     if len(hypotheses) != src.shape[0]:
         raise ValueError(f"need one hypothesis per source sentence: {src.shape[0]} sentences, {len(hypotheses)} given")
-    limits = _limits(model, src, max_len).tolist()
+    limits = _limits(model, src, max_new_tokens).tolist()
     targets = []
     for hyp, limit in zip(hypotheses, limits, strict=True):
         hyp = [int(t) for t in hyp]

@@ -179,7 +179,7 @@ class CausalLM(nn.Module):
 
     ``positional`` says where the positions come from: ``"sinusoidal"`` (the paper's table)
     or ``"learned"`` (GPT's embedding table), both added to the embeddings and limited to
-    ``max_len`` positions; or ``"rope"`` / ``"alibi"`` inside attention
+    ``max_positions`` positions; or ``"rope"`` / ``"alibi"`` inside attention
     (:class:`RelativeAttention`), with no length limit. ``norm_first=True`` (pre-norm, GPT-2's
     choice) ends the stack with a LayerNorm. There is no padding mask: under the causal
     mask, padding at the end of a sequence is never seen by the tokens before it, and
@@ -194,7 +194,7 @@ class CausalLM(nn.Module):
         num_layers: int = 6,
         d_ff: int = 2048,
         dropout: float = 0.1,
-        max_len: int = 1024,
+        max_positions: int = 1024,
         *,
         positional: str = "learned",
         norm_first: bool = True,
@@ -204,19 +204,19 @@ class CausalLM(nn.Module):
         super().__init__()
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("d_model", d_model)
-        check_positive_int("max_len", max_len)
+        check_positive_int("max_positions", max_positions)
         if positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
         self.vocab_size = vocab_size
         self.d_model = d_model
-        self.max_len = max_len
+        self.max_positions = max_positions
         self.positional = positional
 
         self.embed = nn.Embedding(vocab_size, d_model)
         if positional == "sinusoidal":
-            self.pos_encoding = PositionalEncoding(d_model, 0.0, max_len)
+            self.pos_encoding = PositionalEncoding(d_model, 0.0, max_positions)
         elif positional == "learned":
-            self.pos_embed = nn.Embedding(max_len, d_model)
+            self.pos_embed = nn.Embedding(max_positions, d_model)
         self.dropout = nn.Dropout(dropout)
         self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused)
         if positional in ("rope", "alibi"):
@@ -238,17 +238,17 @@ class CausalLM(nn.Module):
 
     @property
     def has_length_limit(self) -> bool:
-        """True when the positions come from a table of ``max_len`` rows (sinusoidal, learned)."""
+        """True when the positions come from a table of ``max_positions`` rows (sinusoidal, learned)."""
         return self.positional in ("sinusoidal", "learned")
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """``ids`` ``(batch, T)`` -> logits ``(batch, T, vocab_size)``."""
         check_token_ids("ids", ids, self.vocab_size)
         length = ids.shape[1]
-        if self.has_length_limit and length > self.max_len:
+        if self.has_length_limit and length > self.max_positions:
             raise ValueError(
-                f"ids of length {length} exceed max_len={self.max_len} of the {self.positional} positions; "
-                "build CausalLM with a larger max_len, or with positional='rope' or 'alibi'"
+                f"ids of length {length} exceed max_positions={self.max_positions} of the {self.positional} positions; "
+                "build CausalLM with a larger max_positions, or with positional='rope' or 'alibi'"
             )
         x = self.embed(ids) * math.sqrt(self.d_model)  # (batch, T, d_model)
         if self.positional == "sinusoidal":
@@ -269,7 +269,7 @@ class CausalLM(nn.Module):
     ) -> torch.Tensor:
         """Sample ``max_new_tokens`` tokens after the prompt ``ids`` ``(batch, T)``: ``(batch, T + max_new_tokens)``.
 
-        Each step runs the model over the sequence so far (the last ``max_len`` tokens for
+        Each step runs the model over the sequence so far (the last ``max_positions`` tokens for
         the table positions), divides the last logits by ``temperature``, keeps the
         ``top_k`` largest (all if None) and draws from their softmax with ``generator``.
         ``top_k=1`` is greedy decoding. Call ``model.eval()`` first, as for any inference.
@@ -282,7 +282,7 @@ class CausalLM(nn.Module):
         if top_k is not None:
             check_positive_int("top_k", top_k)
         for _ in range(max_new_tokens):
-            context = ids[:, -self.max_len :] if self.has_length_limit else ids
+            context = ids[:, -self.max_positions :] if self.has_length_limit else ids
             logits = self(context)[:, -1] / temperature  # (batch, vocab_size)
             if top_k is not None:
                 kth = torch.topk(logits, min(top_k, self.vocab_size)).values[:, -1:]  # (batch, 1)

@@ -30,7 +30,7 @@ class Transformer(nn.Module):
 
     Two variants of the paper's table 3: ``d_k`` (row B) narrows each head's queries and
     keys, and ``positional="learned"`` (row E) replaces the sinusoidal table with a trained
-    one of ``max_len`` rows (:class:`LearnedPositionalEncoding`).
+    one of ``max_positions`` rows (:class:`LearnedPositionalEncoding`).
     """
 
     def __init__(
@@ -46,7 +46,7 @@ class Transformer(nn.Module):
         pad_id: int = 0,
         *,
         norm_first: bool = False,
-        max_len: int = 5000,
+        max_positions: int = 5000,
         fused: bool = False,
         d_k: int | None = None,
         positional: str = "sinusoidal",
@@ -72,9 +72,9 @@ class Transformer(nn.Module):
         self.src_embed = nn.Embedding(src_vocab_size, d_model)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, d_model)
         if positional == "learned":
-            self.positional = LearnedPositionalEncoding(d_model, dropout, max_len)
+            self.positional = LearnedPositionalEncoding(d_model, dropout, max_positions)
         else:
-            self.positional = PositionalEncoding(d_model, dropout, max_len)
+            self.positional = PositionalEncoding(d_model, dropout, max_positions)
         kw = dict(norm_first=norm_first, fused=fused, d_k=d_k)
         self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, **kw)
         self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, dropout, **kw)

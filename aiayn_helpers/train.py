@@ -190,8 +190,8 @@ def load_data(cfg: Config, checkpoint: dict | None, rank: int, world: int) -> tu
     if checkpoint is None and world > 1:
         dist.broadcast_object_list(box, src=0)
     tokenizer = Tokenizer.from_str(box[0])
-    train_ids = encode_pairs(tokenizer, train_pairs, max_len=cfg.truncate_len)
-    return tokenizer, train_ids, encode_pairs(tokenizer, val_pairs, max_len=cfg.truncate_len)
+    train_ids = encode_pairs(tokenizer, train_pairs, truncate_len=cfg.truncate_len)
+    return tokenizer, train_ids, encode_pairs(tokenizer, val_pairs, truncate_len=cfg.truncate_len)
 
 
 def wrap_ddp(model: torch.nn.Module, device: torch.device, world: int) -> torch.nn.Module:

@@ -192,7 +192,7 @@ def test_encode_pairs_wraps_and_truncates(tokenizer, small_pairs):
         assert s[-1] == EOS_ID and BOS_ID not in s
         assert t[0] == BOS_ID and t[-1] == EOS_ID
         assert tokenizer.decode(t) == en and tokenizer.decode(s) == de  # specials are skipped
-    short = encode_pairs(tokenizer, small_pairs[:20], max_len=6)
+    short = encode_pairs(tokenizer, small_pairs[:20], truncate_len=6)
     assert all(len(s) <= 6 and len(t) <= 6 and s[-1] == EOS_ID and t[-1] == EOS_ID for s, t in short)
     assert encode_pairs(tokenizer, []) == []
 

@@ -41,15 +41,15 @@ def random_src(seed: int, batch: int = 8, length: int = 6, vocab: int = 9) -> to
 @pytest.mark.parametrize("seed", range(4))
 def test_beam_size_one_is_greedy(seed):
     model, src = random_model(seed), random_src(seed)
-    assert beam_search(model, src, beam_size=1, max_len=12) == greedy_decode(model, src, max_len=12)
-    assert beam_search(model, src, beam_size=1, max_len=12, length_penalty=0.0) == greedy_decode(model, src, max_len=12)
+    assert beam_search(model, src, beam_size=1, max_new_tokens=12) == greedy_decode(model, src, max_new_tokens=12)
+    assert beam_search(model, src, beam_size=1, max_new_tokens=12, length_penalty=0.0) == greedy_decode(model, src, max_new_tokens=12)
 
 
 def test_returned_scores_are_the_model_scores():
     model, src = random_model(1), random_src(1)
-    hyps, scores = beam_search(model, src, beam_size=3, max_len=12, return_scores=True)
+    hyps, scores = beam_search(model, src, beam_size=3, max_new_tokens=12, return_scores=True)
     torch.testing.assert_close(
-        torch.tensor(score_hypotheses(model, src, hyps, max_len=12)), torch.tensor(scores), rtol=0, atol=1e-9
+        torch.tensor(score_hypotheses(model, src, hyps, max_new_tokens=12)), torch.tensor(scores), rtol=0, atol=1e-9
     )
 
 
@@ -59,8 +59,8 @@ def test_beam_scores_at_least_greedy_on_average():
     wins, total, gap = 0, 0, 0.0
     for seed in range(8):
         model, src = random_model(seed), random_src(seed)
-        beam = score_hypotheses(model, src, beam_search(model, src, beam_size=4, max_len=12), max_len=12)
-        greedy = score_hypotheses(model, src, greedy_decode(model, src, max_len=12), max_len=12)
+        beam = score_hypotheses(model, src, beam_search(model, src, beam_size=4, max_new_tokens=12), max_new_tokens=12)
+        greedy = score_hypotheses(model, src, greedy_decode(model, src, max_new_tokens=12), max_new_tokens=12)
         wins += sum(b >= g - 1e-9 for b, g in zip(beam, greedy, strict=True))
         total += len(beam)
         gap += sum(beam) - sum(greedy)
@@ -70,7 +70,7 @@ def test_beam_scores_at_least_greedy_on_average():
 
 def test_stops_at_eos_and_respects_max_len():
     model, src = random_model(2), random_src(2)
-    for hyps in (greedy_decode(model, src, max_len=7), beam_search(model, src, max_len=7)):
+    for hyps in (greedy_decode(model, src, max_new_tokens=7), beam_search(model, src, max_new_tokens=7)):
         assert all(len(h) <= 7 for h in hyps)
         assert all(EOS not in h and BOS not in h and PAD not in h for h in hyps)
     # A model whose generator always prefers <eos> stops at once: empty hypotheses.
@@ -78,8 +78,8 @@ def test_stops_at_eos_and_respects_max_len():
         model.generator.weight.zero_()
         model.generator.weight[EOS] = 1.0
         model.decoder.layers[-1].norm3.bias.fill_(1.0)  # positive features -> <eos> wins
-    assert greedy_decode(model, src, max_len=7) == [[] for _ in range(len(src))]
-    assert beam_search(model, src, max_len=7) == [[] for _ in range(len(src))]
+    assert greedy_decode(model, src, max_new_tokens=7) == [[] for _ in range(len(src))]
+    assert beam_search(model, src, max_new_tokens=7) == [[] for _ in range(len(src))]
 
 
 def test_default_max_len_is_source_length_plus_50():
@@ -98,9 +98,9 @@ def test_default_max_len_is_source_length_plus_50():
 def test_batched_equals_one_by_one(decode):
     model, src = random_model(3), random_src(3)
     run = (
-        (lambda s: greedy_decode(model, s, max_len=12))
+        (lambda s: greedy_decode(model, s, max_new_tokens=12))
         if decode == "greedy"
-        else (lambda s: beam_search(model, s, beam_size=3, max_len=12))
+        else (lambda s: beam_search(model, s, beam_size=3, max_new_tokens=12))
     )
     batched = run(src)
     single = [run(src[i : i + 1, : int((src[i] != PAD).sum())])[0] for i in range(len(src))]
@@ -113,8 +113,8 @@ def test_eval_mode_no_grad_and_mode_restored():
     calls = []
     for module in (model.encoder, model.decoder):
         module.register_forward_hook(lambda m, i, o: calls.append((m.training, torch.is_grad_enabled())))
-    beam_search(model, src, max_len=3)
-    greedy_decode(model, src, max_len=3)
+    beam_search(model, src, max_new_tokens=3)
+    greedy_decode(model, src, max_new_tokens=3)
     assert model.training
     assert calls and all(c == (False, False) for c in calls)
 
@@ -129,8 +129,8 @@ def test_encodes_once():
         return original(s)
 
     model.encode = counting_encode
-    beam_search(model, src, max_len=6)
-    greedy_decode(model, src, max_len=6)
+    beam_search(model, src, max_new_tokens=6)
+    greedy_decode(model, src, max_new_tokens=6)
     assert counter["encode"] == 2
 
 
@@ -145,7 +145,7 @@ def test_length_penalty_values():
     [
         (dict(beam_size=0), "beam_size"),
         (dict(beam_size=7), "too large"),
-        (dict(max_len=0), "max_len"),
+        (dict(max_new_tokens=0), "max_new_tokens"),
         (dict(length_penalty=-0.1), "length_penalty"),
         (dict(bos_id=0), "pad_id"),
         (dict(eos_id=1), "differ"),
@@ -161,11 +161,11 @@ def test_beam_search_validates(kwargs, match):
 def test_inputs_validated():
     model = random_model(0)
     with pytest.raises(ValueError, match="src"):
-        greedy_decode(model, torch.randn(2, 3), max_len=3)
+        greedy_decode(model, torch.randn(2, 3), max_new_tokens=3)
     with pytest.raises(ValueError, match="src"):
-        greedy_decode(model, torch.tensor([[4, 99]]), max_len=3)
+        greedy_decode(model, torch.tensor([[4, 99]]), max_new_tokens=3)
     with pytest.raises(ValueError, match="model"):
-        greedy_decode(torch.nn.Linear(2, 2), torch.tensor([[4, 5]]), max_len=3)
+        greedy_decode(torch.nn.Linear(2, 2), torch.tensor([[4, 5]]), max_new_tokens=3)
     with pytest.raises(ValueError, match="one hypothesis per"):
         score_hypotheses(model, torch.tensor([[4, 5]]), [[4], [5]])
 
@@ -215,8 +215,8 @@ def test_tiny_trained_copy_model_decodes_exactly():
     assert steps is not None, "the copy task did not reach a loss of 0.01 in 2,000 steps"
     src, tgt = copy_batch(40, torch.Generator().manual_seed(1000), vocab)
     expected = [[t for t in row if t > EOS] for row in tgt.tolist()]
-    greedy = greedy_decode(model, src, max_len=10)
-    beam = beam_search(model, src, beam_size=4, max_len=10)
+    greedy = greedy_decode(model, src, max_new_tokens=10)
+    beam = beam_search(model, src, beam_size=4, max_new_tokens=10)
     # Exact copies out of 40 unseen sources, same 18 runs: 39 of 40 at worst (default seed 1, avx2 seed 2);
     # 36 required.
     assert sum(h == e for h, e in zip(greedy, expected, strict=True)) >= 36

@@ -22,7 +22,7 @@ def f64(*shape):
 
 
 def tiny_lm(positional, norm_first=True, **kw):
-    kw = dict(dropout=0.0, max_len=16, positional=positional, norm_first=norm_first) | kw
+    kw = dict(dropout=0.0, max_positions=16, positional=positional, norm_first=norm_first) | kw
     return ah.CausalLM(V, D, H, 2, FF, **kw).double().eval()
 
 
@@ -222,7 +222,7 @@ def test_untied_lm_head():
 def test_causal_lm_overfits_a_repeating_sequence(positional):
     # After a 1, the next token depends on the token before it: the model must use the context.
     ids = torch.tensor([[1, 2, 1, 3, 1, 4] * 5])
-    model = ah.CausalLM(8, 32, 8, 2, 64, dropout=0.0, max_len=32, positional=positional)
+    model = ah.CausalLM(8, 32, 8, 2, 64, dropout=0.0, max_positions=32, positional=positional)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     first = ah.lm_loss(model(ids), ids).item()
     for _ in range(300):  # a cap; typically 20 to 90 steps
@@ -253,11 +253,11 @@ def test_generate_with_top_k_1_is_greedy(positional):
 
 
 def test_generate_samples_reproducibly_and_crops_to_max_len():
-    model = tiny_lm("learned", max_len=8)
+    model = tiny_lm("learned", max_positions=8)
     prompt = torch.randint(V, (2, 6))
     a = model.generate(prompt, 5, generator=torch.Generator().manual_seed(0))
     b = model.generate(prompt, 5, generator=torch.Generator().manual_seed(0))
-    assert a.shape == (2, 11) and torch.equal(a, b)  # past max_len the context is the last max_len tokens
+    assert a.shape == (2, 11) and torch.equal(a, b)  # past max_positions the context is the last max_positions tokens
     assert torch.equal(model.generate(prompt, 0), prompt)
 
 
@@ -285,7 +285,7 @@ def test_causal_lm_rejects_bad_ids(positional):
         model(torch.tensor([1, 2]))
     long = torch.zeros(1, 17, dtype=torch.long)
     if positional in ("sinusoidal", "learned"):
-        with pytest.raises(ValueError, match="exceed max_len=16"):
+        with pytest.raises(ValueError, match="exceed max_positions=16"):
             model(long)
     else:  # positions inside attention have no table to run out of
         assert model(long).shape == (1, 17, V)

@@ -43,16 +43,16 @@ def random_src(seed: int, batch: int = 6, length: int = 7, vocab: int = 11) -> t
 @pytest.mark.parametrize("fused", [False, True])
 def test_greedy_cached_equals_uncached(seed, norm_first, fused):
     model, src = random_model(seed, norm_first=norm_first, fused=fused), random_src(seed)
-    cached = greedy_decode(model, src, max_len=15, use_cache=True)
-    assert cached == greedy_decode(model, src, max_len=15, use_cache=False)
+    cached = greedy_decode(model, src, max_new_tokens=15, use_cache=True)
+    assert cached == greedy_decode(model, src, max_new_tokens=15, use_cache=False)
 
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("beam_size", [1, 2, 4])
 def test_beam_cached_equals_uncached_tokens_and_scores(seed, beam_size):
     model, src = random_model(seed, norm_first=bool(seed % 2)), random_src(seed)
-    hyps_c, scores_c = beam_search(model, src, beam_size=beam_size, max_len=15, return_scores=True)
-    hyps_u, scores_u = beam_search(model, src, beam_size=beam_size, max_len=15, return_scores=True, use_cache=False)
+    hyps_c, scores_c = beam_search(model, src, beam_size=beam_size, max_new_tokens=15, return_scores=True)
+    hyps_u, scores_u = beam_search(model, src, beam_size=beam_size, max_new_tokens=15, return_scores=True, use_cache=False)
     assert hyps_c == hyps_u
     torch.testing.assert_close(torch.tensor(scores_c), torch.tensor(scores_u), rtol=0, atol=1e-12)
 
@@ -62,8 +62,8 @@ def test_default_uses_the_cache():
     calls = []
     original = model.next_token_logits
     model.next_token_logits = lambda *a: calls.append(a[3] is not None) or original(*a)
-    greedy_decode(model, src, max_len=4)
-    beam_search(model, src, max_len=4)
+    greedy_decode(model, src, max_new_tokens=4)
+    beam_search(model, src, max_new_tokens=4)
     assert calls and all(calls)
 
 
@@ -114,9 +114,9 @@ def test_index_select_reorders_every_tensor():
 def test_bad_input_raises():
     model, src = random_model(0), random_src(0)
     with pytest.raises(ValueError, match="use_cache"):
-        greedy_decode(model, src, max_len=3, use_cache="yes")
+        greedy_decode(model, src, max_new_tokens=3, use_cache="yes")
     with pytest.raises(ValueError, match="use_cache"):
-        beam_search(model, src, max_len=3, use_cache=1)
+        beam_search(model, src, max_new_tokens=3, use_cache=1)
     with torch.no_grad():
         memory, src_mask = model.encode(src)
         cache = model.init_cache(memory, src_mask)
@@ -145,5 +145,5 @@ def test_model_without_init_cache_needs_use_cache_false():
 
     model, src = NoCache(random_model(0)), random_src(0)
     with pytest.raises(ValueError, match="init_cache"):
-        greedy_decode(model, src, max_len=3)
-    assert greedy_decode(model, src, max_len=5, use_cache=False) == greedy_decode(model.inner, src, max_len=5)
+        greedy_decode(model, src, max_new_tokens=3)
+    assert greedy_decode(model, src, max_new_tokens=5, use_cache=False) == greedy_decode(model.inner, src, max_new_tokens=5)

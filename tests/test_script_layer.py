@@ -105,7 +105,7 @@ def test_decoding_checks_token_ids_once_not_at_every_step(monkeypatch):
         monkeypatch.setattr(module, "check_token_ids", lambda *a, _f=original: calls.append(a[0]) or _f(*a))
     for decode in (ah.greedy_decode, ah.beam_search):
         calls.clear()
-        decode(model, src, max_len=20)
+        decode(model, src, max_new_tokens=20)
         assert calls == ["src", "src"]  # on entry and in encode, never for the 20 steps
 
 

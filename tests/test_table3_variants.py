@@ -61,7 +61,7 @@ def test_d_k_equals_explicit_formula_and_fused_path():
     torch.testing.assert_close(mha(x, x, x), expected, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("kw", [{"d_k": 3}, {"positional": "learned", "max_len": 40}])
+@pytest.mark.parametrize("kw", [{"d_k": 3}, {"positional": "learned", "max_positions": 40}])
 def test_variant_cached_decoding_equals_uncached(kw):
     model = small(1, **kw)
     src, tgt = src_tgt(1)
@@ -72,14 +72,14 @@ def test_variant_cached_decoding_equals_uncached(kw):
         for t in range(1, tgt.shape[1] + 1):
             step = model.next_token_logits(tgt[:, :t], memory, src_mask, cache)
             torch.testing.assert_close(step, full[:, t - 1], rtol=0, atol=1e-12)
-    assert greedy_decode(model, src, max_len=9) == greedy_decode(model, src, max_len=9, use_cache=False)
-    assert beam_search(model, src, beam_size=3, max_len=9) == beam_search(
-        model, src, beam_size=3, max_len=9, use_cache=False
+    assert greedy_decode(model, src, max_new_tokens=9) == greedy_decode(model, src, max_new_tokens=9, use_cache=False)
+    assert beam_search(model, src, beam_size=3, max_new_tokens=9) == beam_search(
+        model, src, beam_size=3, max_new_tokens=9, use_cache=False
     )
 
 
 def test_learned_positions_are_trained_parameters_with_no_rows_beyond_max_len():
-    model = small(0, positional="learned", max_len=8)
+    model = small(0, positional="learned", max_positions=8)
     table = model.positional.embedding.weight
     assert table.shape == (8, 16) and table.requires_grad
     assert any(p is table for p in model.parameters())

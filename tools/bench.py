@@ -106,7 +106,7 @@ def bench_training_throughput(preset="multi30k", steps=None, warmup=3) -> None:
 
 def _greedy_100(model: nn.Module, src: torch.Tensor, use_cache: bool) -> float:
     start = time.perf_counter()
-    hyps = ah.greedy_decode(model, src, max_len=100, use_cache=use_cache)
+    hyps = ah.greedy_decode(model, src, max_new_tokens=100, use_cache=use_cache)
     seconds = time.perf_counter() - start
     assert all(len(h) == 100 for h in hyps), "the benchmark model must not stop before 100 tokens"
     return seconds
