@@ -31,7 +31,13 @@ score, one file at a time:
    finished run, from ``last.pt`` or the average of its last epochs.
 """
 
-from .attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from .attention import (
+    MultiHeadAttention,
+    capture_attention,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+)
 from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, PositionwiseFeedForward
 from .model import Transformer
 from .positional import LearnedPositionalEncoding, PositionalEncoding, sinusoidal_encoding
@@ -44,6 +50,7 @@ __all__ = [
     "causal_mask",
     "padding_mask",
     "MultiHeadAttention",
+    "capture_attention",
     "sinusoidal_encoding",
     "LearnedPositionalEncoding",
     "PositionalEncoding",

@@ -7,6 +7,7 @@ Mask convention throughout the package: a boolean tensor where **True means
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -117,12 +118,15 @@ class MultiHeadAttention(nn.Module):
 
     Two paths compute the same thing:
 
-    * the explicit path (``fused=False``, the default) follows the equations and
-      keeps the last attention weights in ``self.attention_weights``
-      ``(batch, num_heads, T_q, T_k)`` for plotting;
+    * the explicit path (``fused=False``, the default) follows the equations;
     * the fused path (``fused=True``) calls ``F.scaled_dot_product_attention``,
-      which is faster and lighter on memory but does not return the weights
-      (``self.attention_weights`` is then ``None``).
+      which is faster and lighter on memory but never forms the weights.
+
+    The module keeps nothing from a forward pass. Ask for the attention weights as
+    ``nn.MultiheadAttention`` does: ``forward(..., need_weights=True)`` returns
+    ``(output, weights)``, the weights ``(batch, num_heads, T_q, T_k)`` per head (that
+    call takes the explicit path, fused or not). :func:`capture_attention` asks every
+    attention module of a model for them during one forward pass.
     """
 
     def __init__(
@@ -150,7 +154,6 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.fused = fused
-        self.attention_weights: torch.Tensor | None = None
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(batch, T, num_heads * width) -> (batch, num_heads, T, width): width d_k for Q and K, d_v for V."""
@@ -165,7 +168,8 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         *,
         attn_bias: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        need_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
@@ -177,9 +181,11 @@ class MultiHeadAttention(nn.Module):
             attn_bias: optional float tensor of the inputs' dtype, broadcastable to
                 ``(batch, num_heads, T_q, T_k)``, added to the scaled scores before the
                 softmax (e.g. :func:`alibi_bias`, chapter 10). None in the paper.
+            need_weights: also return the attention weights (see the class docstring).
 
         Returns:
-            ``(batch, T_q, d_model)``.
+            ``(batch, T_q, d_model)``; with ``need_weights=True``, that and the weights
+            ``(batch, num_heads, T_q, T_k)``.
         """
         for name, t in (("query", query), ("key", key), ("value", value)):
             check_tensor(name, t, dim=3)
@@ -205,9 +211,11 @@ class MultiHeadAttention(nn.Module):
             mask = check_mask(mask, (batch, self.num_heads, t_q, t_k))
         if attn_bias is not None:
             check_bias(attn_bias, (batch, self.num_heads, t_q, t_k), query.dtype)
+        if not isinstance(need_weights, bool):
+            raise ValueError(f"need_weights must be True or False, got {need_weights!r}")
 
         k, v = self.project_kv(key, value)  # (batch, heads, T_k, d_k) each
-        return self.attend(query, k, v, mask, attn_bias)
+        return self.attend(query, k, v, mask, attn_bias, need_weights=need_weights)
 
     def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` and
@@ -225,14 +233,17 @@ class MultiHeadAttention(nn.Module):
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
         attn_bias: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        *,
+        need_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """``query`` ``(batch, T_q, d_model)`` attends to projected ``k``, ``v`` ``(batch, heads, T_k, d_k)``.
 
         The second half of :meth:`forward`; the mask and the bias are used as given (already
-        checked or built by the caller). Returns ``(batch, T_q, d_model)``.
+        checked or built by the caller). Returns ``(batch, T_q, d_model)`` (and the weights
+        with ``need_weights=True``).
         """
         q = self._split_heads(self.w_q(query))  # (batch, heads, T_q, d_k)
-        return self.attend_heads(q, k, v, mask, attn_bias)
+        return self.attend_heads(q, k, v, mask, attn_bias, need_weights=need_weights)
 
     def attend_heads(
         self,
@@ -241,9 +252,12 @@ class MultiHeadAttention(nn.Module):
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
         attn_bias: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        *,
+        need_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Every head's attention, then W^O: ``q`` ``(batch, heads, T_q, d_k)`` and ``k``, ``v``
-        ``(batch, heads, T_k, d_k)`` -> ``(batch, T_q, d_model)``.
+        ``(batch, heads, T_k, d_k)`` -> ``(batch, T_q, d_model)`` (and the weights
+        ``(batch, heads, T_q, T_k)`` with ``need_weights=True``).
 
         The part of :meth:`attend` after the query projection, where a descendant can change
         the projected queries and keys first (rotary embeddings, chapter 10).
@@ -251,7 +265,8 @@ class MultiHeadAttention(nn.Module):
         batch, t_q = q.shape[0], q.shape[2]
         p = self.dropout if self.training else 0.0
 
-        if self.fused:
+        weights = None
+        if self.fused and not need_weights:
             attn_mask = mask
             if attn_bias is not None:  # one additive float mask: the bias, and the most negative number where masked
                 blocked = torch.finfo(attn_bias.dtype).min
@@ -259,10 +274,47 @@ class MultiHeadAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
             if mask is not None:  # rows with nothing to attend to: zeros, not NaN
                 out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-            self.attention_weights = None
         else:
             out, weights = scaled_dot_product_attention(q, k, v, mask, bias=attn_bias, dropout_p=p)
-            self.attention_weights = weights.detach()
 
         out = out.transpose(1, 2).reshape(batch, t_q, self.d_model)  # concatenate the heads
-        return self.w_o(out)
+        return (self.w_o(out), weights) if need_weights else self.w_o(out)
+
+
+@contextlib.contextmanager
+def capture_attention(model: nn.Module):
+    """Collect the attention weights of every :class:`MultiHeadAttention` in ``model``.
+
+    Inside ``with capture_attention(model) as maps:`` each forward pass of an attention
+    module is asked for its weights (``need_weights=True``, through a forward hook) and
+    returns only its output as usual, so the model runs unchanged. ``maps`` then maps
+    each module's name in ``model.named_modules()`` (for example
+    ``"decoder.layers.0.cross_attn"``) to its last weights ``(batch, heads, T_q, T_k)``,
+    detached. Nothing is recorded outside the ``with`` block: the hooks are removed on
+    exit, also after an error.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    modules = {n: m for n, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+    if not modules:
+        raise ValueError(f"model has no MultiHeadAttention module ({type(model).__name__})")
+    maps: dict[str, torch.Tensor] = {}
+    handles = []
+
+    def ask(module, args, kwargs):
+        return args, {**kwargs, "need_weights": True}
+
+    for name, module in modules.items():
+
+        def keep(module, args, kwargs, output, name=name):
+            out, weights = output
+            maps[name] = weights.detach()
+            return out
+
+        handles.append(module.register_forward_pre_hook(ask, with_kwargs=True))
+        handles.append(module.register_forward_hook(keep, with_kwargs=True))
+    try:
+        yield maps
+    finally:
+        for handle in handles:
+            handle.remove()

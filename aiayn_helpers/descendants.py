@@ -134,7 +134,7 @@ class RelativeAttention(MultiHeadAttention):
     ``positional="rope"`` rotates every head's queries and keys with :func:`apply_rotary`
     before the scores; ``positional="alibi"`` adds :func:`alibi_bias` to them. The keys are at
     positions ``0 .. T_k - 1`` and the queries are the last ``T_q`` of them (self-attention,
-    or a cached step). Same parameters, same ``forward(query, key, value, mask, *, attn_bias)``.
+    or a cached step). Same parameters, same ``forward(query, key, value, mask, *, attn_bias, need_weights)``.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, positional: str, fused: bool = False):
@@ -152,9 +152,12 @@ class RelativeAttention(MultiHeadAttention):
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
         attn_bias: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        *,
+        need_weights: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Rotate ``q`` ``(batch, heads, T_q, d_k)`` and ``k`` ``(batch, heads, T_k, d_k)``, or add ALiBi's bias,
-        then attend as :class:`MultiHeadAttention` does: -> ``(batch, T_q, d_model)``."""
+        then attend as :class:`MultiHeadAttention` does: -> ``(batch, T_q, d_model)`` (and the
+        weights with ``need_weights=True``)."""
         t_q, t_k = q.shape[2], k.shape[2]
         if self.positional == "rope":
             q = apply_rotary(q, torch.arange(t_k - t_q, t_k, device=q.device))
@@ -162,7 +165,7 @@ class RelativeAttention(MultiHeadAttention):
         else:
             alibi = alibi_bias(self.num_heads, t_q, t_k, dtype=q.dtype, device=q.device)
             attn_bias = alibi if attn_bias is None else attn_bias + alibi
-        return super().attend_heads(q, k, v, mask, attn_bias)
+        return super().attend_heads(q, k, v, mask, attn_bias, need_weights=need_weights)
 
 
 # -- a decoder-only language model (GPT) ----------------------------------------------------

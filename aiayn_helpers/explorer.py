@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .attention import capture_attention
 from .data import BOS_ID
 from .decoding import beam_search, greedy_decode
 from .translation import encode_sources
@@ -54,26 +55,23 @@ def attention_maps(model: nn.Module, tokenizer, sentences: Sequence[str], scale:
         hyps = beam_search(model, src, beam_size=defaults["beam_size"], length_penalty=defaults["length_penalty"])
     else:
         hyps = greedy_decode(model, src)
-    fused = [m.fused for m in model.modules() if hasattr(m, "fused")]
-    model.set_fused(False)  # the explicit path keeps the attention weights
-    try:
-        return [_one(model, tokenizer, s, ids, scale) for s, ids in zip(sentences, hyps, strict=True)]
-    finally:
-        model.set_fused(all(fused))
+    return [_one(model, tokenizer, s, ids, scale) for s, ids in zip(sentences, hyps, strict=True)]
 
 
 def _one(model: nn.Module, tokenizer, sentence: str, ids: list[int], scale: int) -> dict:
     src = encode_sources(tokenizer, [sentence])
     tgt_in = torch.tensor([[BOS_ID, *ids]])
-    model(src, tgt_in)  # teacher forcing on the model's own translation
+    with capture_attention(model) as weights:
+        model(src, tgt_in)  # teacher forcing on the model's own translation
 
-    def rows(weights: torch.Tensor) -> list:  # (1, h, Tq, Tk) -> [head][query][key]
-        return (weights[0] * scale).round().to(torch.int64).tolist()
+    def rows(name: str) -> list:  # (1, h, Tq, Tk) -> [head][query][key]
+        return (weights[name][0] * scale).round().to(torch.int64).tolist()
 
+    layers = range(len(model.decoder.layers))
     maps = {
-        "encoder": [rows(layer.self_attn.attention_weights) for layer in model.encoder.layers],
-        "decoder": [rows(layer.self_attn.attention_weights) for layer in model.decoder.layers],
-        "cross": [rows(layer.cross_attn.attention_weights) for layer in model.decoder.layers],
+        "encoder": [rows(f"encoder.layers.{i}.self_attn") for i in range(len(model.encoder.layers))],
+        "decoder": [rows(f"decoder.layers.{i}.self_attn") for i in layers],
+        "cross": [rows(f"decoder.layers.{i}.cross_attn") for i in layers],
     }
     token = tokenizer.id_to_token
     return {

@@ -42,7 +42,9 @@ def random_src(seed: int, batch: int = 8, length: int = 6, vocab: int = 9) -> to
 def test_beam_size_one_is_greedy(seed):
     model, src = random_model(seed), random_src(seed)
     assert beam_search(model, src, beam_size=1, max_new_tokens=12) == greedy_decode(model, src, max_new_tokens=12)
-    assert beam_search(model, src, beam_size=1, max_new_tokens=12, length_penalty=0.0) == greedy_decode(model, src, max_new_tokens=12)
+    assert beam_search(model, src, beam_size=1, max_new_tokens=12, length_penalty=0.0) == greedy_decode(
+        model, src, max_new_tokens=12
+    )
 
 
 def test_returned_scores_are_the_model_scores():

@@ -90,8 +90,52 @@ def test_fused_and_explicit_paths_are_equal():
     (ga,) = torch.autograd.grad(a.square().sum(), x)
     (gb,) = torch.autograd.grad(b.square().sum(), x)
     torch.testing.assert_close(ga, gb, **TOL)
-    assert explicit.attention_weights is not None and explicit.attention_weights.shape == (2, H, 7, 7)
-    assert fused.attention_weights is None
+    assert not any(isinstance(v, torch.Tensor) for v in vars(explicit).values()), "the module keeps nothing"
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_need_weights_returns_torchs_per_head_weights(fused):
+    """``need_weights=True`` as in nn.MultiheadAttention (per head): same output, same weights."""
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(D, H, batch_first=True).double().eval()
+    ours = copy_mha_from_torch(ah.MultiHeadAttention(D, H, fused=fused), ref).double().eval()
+    q, kv = f64(2, 5, D), f64(2, 7, D)
+    keep = torch.rand(2, 5, 7, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[..., 0] = True  # every query may attend somewhere
+    out, weights = ours(q, kv, kv, keep, need_weights=True)
+    ref_out, ref_weights = ref(
+        q, kv, kv, attn_mask=~keep.repeat_interleave(H, 0), need_weights=True, average_attn_weights=False
+    )
+    torch.testing.assert_close(out, ref_out, **TOL)
+    torch.testing.assert_close(weights, ref_weights, **TOL)
+    torch.testing.assert_close(out, ours(q, kv, kv, keep), **TOL)  # asking changes nothing else
+    with pytest.raises(ValueError, match="need_weights must be True or False"):
+        ours(q, kv, kv, need_weights="yes")
+
+
+def test_capture_attention_collects_every_map_and_leaves_no_hook():
+    model = ah.Transformer(11, 11, d_model=D, num_heads=H, num_layers=2, d_ff=FF, dropout=0.0, fused=True)
+    model = model.double().eval()
+    src, tgt = torch.tensor([[4, 5, 6, 2, 0]]), torch.tensor([[1, 7, 8]])
+    plain = model(src, tgt)
+    with ah.capture_attention(model) as maps:
+        captured = model(src, tgt)
+    torch.testing.assert_close(captured, plain, **TOL)
+    assert sorted(maps) == sorted(
+        f"{side}.layers.{i}.{kind}"
+        for i in range(2)
+        for side, kind in [("encoder", "self_attn"), ("decoder", "self_attn"), ("decoder", "cross_attn")]
+    )
+    assert maps["encoder.layers.0.self_attn"].shape == (1, H, 5, 5)
+    assert maps["decoder.layers.1.cross_attn"].shape == (1, H, 3, 5)
+    assert torch.all(maps["decoder.layers.1.cross_attn"][..., 4] == 0), "<pad> gets no weight"
+    assert torch.all(maps["decoder.layers.0.self_attn"].triu(1) == 0), "no look at the future"
+    sums = maps["decoder.layers.0.self_attn"].sum(-1)
+    torch.testing.assert_close(sums, torch.ones_like(sums), **TOL)
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    with pytest.raises(ValueError, match="no MultiHeadAttention"):
+        with ah.capture_attention(nn.Linear(2, 2)):
+            pass
 
 
 def test_encoder_layer_matches_torch():

@@ -56,13 +56,16 @@ def test_maps_equal_the_weights_of_an_explicit_forward_pass(records):
     r = recs[2]
     ids = [tokenizer.token_to_id(tok) for tok in r["target"][1:]]
     src = encode_sources(tokenizer, [r["german"]])
-    model.set_fused(False)
-    try:
-        with torch.no_grad():
-            model(src, torch.tensor([[BOS_ID, *ids]]))
-        cross = model.decoder.layers[-1].cross_attn.attention_weights[0]
-    finally:
-        model.set_fused(True)
+    last = model.decoder.layers[-1].cross_attn
+    with torch.no_grad():  # the last cross-attention's input, then its weights asked for directly
+        memory, src_mask = model.encode(src)
+        inputs = []
+        handle = last.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
+        try:
+            model.decode(torch.tensor([[BOS_ID, *ids]]), memory, src_mask)
+        finally:
+            handle.remove()
+        cross = last(inputs[0], memory, memory, src_mask, need_weights=True)[1][0]
     assert torch.equal((cross * 100).round().long(), torch.tensor(r["maps"]["cross"][-1]))
 
 

@@ -52,7 +52,9 @@ def test_greedy_cached_equals_uncached(seed, norm_first, fused):
 def test_beam_cached_equals_uncached_tokens_and_scores(seed, beam_size):
     model, src = random_model(seed, norm_first=bool(seed % 2)), random_src(seed)
     hyps_c, scores_c = beam_search(model, src, beam_size=beam_size, max_new_tokens=15, return_scores=True)
-    hyps_u, scores_u = beam_search(model, src, beam_size=beam_size, max_new_tokens=15, return_scores=True, use_cache=False)
+    hyps_u, scores_u = beam_search(
+        model, src, beam_size=beam_size, max_new_tokens=15, return_scores=True, use_cache=False
+    )
     assert hyps_c == hyps_u
     torch.testing.assert_close(torch.tensor(scores_c), torch.tensor(scores_u), rtol=0, atol=1e-12)
 
@@ -146,4 +148,6 @@ def test_model_without_init_cache_needs_use_cache_false():
     model, src = NoCache(random_model(0)), random_src(0)
     with pytest.raises(ValueError, match="init_cache"):
         greedy_decode(model, src, max_new_tokens=3)
-    assert greedy_decode(model, src, max_new_tokens=5, use_cache=False) == greedy_decode(model.inner, src, max_new_tokens=5)
+    assert greedy_decode(model, src, max_new_tokens=5, use_cache=False) == greedy_decode(
+        model.inner, src, max_new_tokens=5
+    )
