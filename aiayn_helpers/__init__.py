@@ -29,6 +29,80 @@ score, one file at a time:
    test2016 against the references with sacreBLEU, and ``train.py`` writes the score
    to ``metrics.json``. ``python -m aiayn_helpers.evaluate`` repeats 6 and 7 for a
    finished run, from ``last.pt`` or the average of its last epochs.
+
+The public API, ``ah.<name>(arguments in order) -> what it returns`` (``name=`` marks an
+argument with a default; a class returns an instance of itself):
+
+    scaled_dot_product_attention(query, key, value, mask=, *, bias=, dropout_p=) ->
+            tuple[torch.Tensor, torch.Tensor]
+    causal_mask(size, device=) -> torch.Tensor
+    padding_mask(tokens, pad_id) -> torch.Tensor
+    MultiHeadAttention(d_model, num_heads, dropout=, *, fused=, d_k=) ->
+            MultiHeadAttention
+    capture_attention(model) -> Iterator[dict[str, torch.Tensor]]
+    sinusoidal_encoding(length, d_model, dtype=) -> torch.Tensor
+    LearnedPositionalEncoding(d_model, dropout=, max_len=) -> LearnedPositionalEncoding
+    PositionalEncoding(d_model, dropout=, max_len=, *, extend=) -> PositionalEncoding
+    PositionwiseFeedForward(d_model, d_ff, dropout=) -> PositionwiseFeedForward
+    EncoderLayer(d_model, num_heads, d_ff, dropout=, *, norm_first=, fused=, d_k=) ->
+            EncoderLayer
+    Encoder(num_layers, d_model, num_heads, d_ff, dropout=, *, norm_first=, final_norm=,
+            fused=, d_k=) -> Encoder
+    DecoderLayer(d_model, num_heads, d_ff, dropout=, *, norm_first=, fused=, d_k=) ->
+            DecoderLayer
+    Decoder(num_layers, d_model, num_heads, d_ff, dropout=, *, norm_first=, final_norm=,
+            fused=, d_k=) -> Decoder
+    Transformer(src_vocab_size, tgt_vocab_size, d_model=, num_heads=, num_layers=,
+            d_ff=, dropout=, share_embeddings=, pad_id=, *, norm_first=, max_positions=,
+            fused=, d_k=, positional=) -> Transformer
+    count_parameters(model, trainable_only=) -> int
+    seed_everything(seed=) -> None
+    setup_notebook(seed=, threads=) -> None
+    expect_error(error=, match=) -> expect_error
+    greedy_decode(model, src, max_new_tokens=, bos_id=, eos_id=, *, use_cache=) ->
+            list[list[int]]
+    beam_search(model, src, beam_size=, max_new_tokens=, bos_id=, eos_id=,
+            length_penalty=, *, return_scores=, use_cache=) -> list[list[int]] |
+            tuple[list[list[int]], list[float]]
+    length_penalty_gnmt(length, alpha) -> torch.Tensor
+    score_hypotheses(model, src, hypotheses, length_penalty=, max_new_tokens=, bos_id=,
+            eos_id=) -> list[float]
+    load_multi30k(split, data_dir=, limit=) -> list[tuple[str, str]]
+    multi30k_dir(data_dir=) -> Path
+    train_bpe(texts, vocab_size, min_frequency=) -> Tokenizer
+    encode_pairs(tokenizer, pairs, truncate_len=) -> list[tuple[list[int], list[int]]]
+    length_batches(pairs_ids, max_tokens, shuffle=, seed=) -> list[list[int]]
+    collate(batch_of_pairs_ids, pad_id=) -> tuple[torch.Tensor, torch.Tensor,
+            torch.Tensor]
+    label_smoothed_cross_entropy(logits, target, epsilon=, ignore_index=, reduction=) ->
+            torch.Tensor
+    noam_lr(step, d_model, warmup) -> float
+    make_optimizer(model) -> torch.optim.Adam
+    make_noam_scheduler(optimizer, d_model, warmup, scale=) ->
+            torch.optim.lr_scheduler.LambdaLR
+    train_epoch(model, pairs_ids, batches, optimizer, scheduler=, *, epsilon=,
+            clip_norm=, on_step=) -> dict
+    evaluate_loss(model, pairs_ids, max_tokens=, epsilon=) -> dict
+    KVCache(self_k, self_v, cross_k, cross_v, memory_mask) -> KVCache
+    load_pretrained(name=, *, dtype=) -> tuple[nn.Module, object]
+    translate(model, tokenizer, sentences, beam_size=, length_penalty=, batch_size=,
+            progress=) -> list[str]
+    encode_sources(tokenizer, sentences) -> torch.Tensor
+    translate_and_score(model, tokenizer, pairs, beam_size=, length_penalty=, progress=)
+            -> tuple[BLEUScore, str, list[str]]
+    apply_rotary(x, positions=, base=) -> torch.Tensor
+    alibi_slopes(num_heads) -> torch.Tensor
+    alibi_bias(num_heads, t_q, t_k, *, dtype=, device=) -> torch.Tensor
+    RelativeAttention(d_model, num_heads, dropout=, *, positional, fused=) ->
+            RelativeAttention
+    CausalLM(vocab_size, d_model=, num_heads=, num_layers=, d_ff=, dropout=,
+            max_positions=, *, positional=, norm_first=, tie_embeddings=, fused=) ->
+            CausalLM
+    lm_loss(logits, ids, pad_id=) -> torch.Tensor
+    mask_tokens(ids, vocab_size, mask_id, special_ids=, p=, generator=) ->
+            tuple[torch.Tensor, torch.Tensor]
+
+(End of the table; ``python tests/test_api.py`` rewrites it from the code.)
 """
 
 from .attention import (

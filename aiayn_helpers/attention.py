@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -282,7 +283,7 @@ class MultiHeadAttention(nn.Module):
 
 
 @contextlib.contextmanager
-def capture_attention(model: nn.Module):
+def capture_attention(model: nn.Module) -> Iterator[dict[str, torch.Tensor]]:
     """Collect the attention weights of every :class:`MultiHeadAttention` in ``model``.
 
     Inside ``with capture_attention(model) as maps:`` each forward pass of an attention

@@ -17,8 +17,12 @@ import os
 import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:  # only for the annotations: tokenizers is imported when it is used
+    from tokenizers import Tokenizer
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
@@ -152,7 +156,7 @@ def load_multi30k(
 
 
 # -- vocabulary ---------------------------------------------------------------------------------
-def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2):
+def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
     """Train one byte-pair-encoding vocabulary shared by German and English.
 
     Returns a ``tokenizers.Tokenizer`` with ``<pad> <bos> <eos> <unk>`` at ids 0-3.

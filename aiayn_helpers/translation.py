@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:  # only for the annotation: sacrebleu is imported when it is used
+    from sacrebleu.metrics.bleu import BLEUScore
 
 from ._checks import check_non_negative_number, check_positive_int
 from .data import EOS_ID, PAD_ID
@@ -101,7 +105,7 @@ def translate_and_score(
     beam_size: int | None = None,
     length_penalty: float | None = None,
     progress: bool = False,
-):
+) -> tuple[BLEUScore, str, list[str]]:
     """Translate the German side of ``pairs`` and score it against the English side.
 
     Returns ``(score, signature, hypotheses)``: sacreBLEU's corpus score (default 13a
