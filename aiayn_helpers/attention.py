@@ -246,6 +246,9 @@ class MultiHeadAttention(nn.Module):
         q = self._split_heads(self.w_q(query))  # (batch, heads, T_q, d_k)
         return self.attend_heads(q, k, v, mask, attn_bias, need_weights=need_weights)
 
+    # forward, attend and attend_heads share their trailing parameters: each is one stage
+    # of the same computation and each is called on its own (the key/value cache calls
+    # attend, a descendant overrides attend_heads).
     def attend_heads(
         self,
         q: torch.Tensor,

@@ -66,6 +66,8 @@ class Config:
 
 BASE = Config()
 
+# One block per preset, each naming every field it changes from BASE, so that a preset
+# reads on its own (the blocks share their shape, not their values).
 PRESETS: dict[str, Config] = {
     # a tiny model on 200 pairs: a few seconds, for tests and for trying the CLI
     "quick": dataclasses.replace(

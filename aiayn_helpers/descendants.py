@@ -31,6 +31,7 @@ from ._checks import (
 )
 from .attention import MultiHeadAttention, causal_mask
 from .layers import Encoder
+from .model import init_weights
 from .positional import PositionalEncoding
 
 POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")
@@ -145,6 +146,7 @@ class RelativeAttention(MultiHeadAttention):
             raise ValueError(f"rotary embeddings need an even d_k = d_model / num_heads, got d_k={self.d_k}")
         self.positional = positional
 
+    # The parameters repeat MultiHeadAttention.attend_heads's: an override keeps its signature.
     def attend_heads(
         self,
         q: torch.Tensor,
@@ -189,6 +191,7 @@ class CausalLM(nn.Module):
     :func:`lm_loss` ignores the predictions of padding.
     """
 
+    # The sizes are named, ordered and defaulted as Transformer's (the paper's base model).
     def __init__(
         self,
         vocab_size: int,
@@ -231,13 +234,7 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.embed.weight
 
     def _reset_parameters(self) -> None:
-        # As the package's Transformer: Xavier for every matrix, N(0, d_model^-1/2) for embeddings.
-        for name, p in self.named_parameters():
-            if p.dim() > 1:
-                if "embed" in name:
-                    nn.init.normal_(p, mean=0.0, std=self.d_model**-0.5)
-                else:
-                    nn.init.xavier_uniform_(p)
+        init_weights(self, self.d_model)  # as the package's Transformer
 
     @property
     def has_length_limit(self) -> bool:

@@ -94,6 +94,8 @@ class DecoderLayer(nn.Module):
     ``memory_mask`` broadcastable to ``(batch, heads, T, S)`` (source padding).
     """
 
+    # The same parameters as EncoderLayer's, as nn.TransformerDecoderLayer repeats
+    # nn.TransformerEncoderLayer's: a layer is built by name in _LayerStack.
     def __init__(
         self,
         d_model: int,

@@ -15,6 +15,19 @@ from .positional import LearnedPositionalEncoding, PositionalEncoding
 POSITIONAL = ("sinusoidal", "learned")  # where the Transformer's positions come from (table 3, row E)
 
 
+def init_weights(model: nn.Module, d_model: int) -> None:
+    """Xavier for every matrix, N(0, d_model^-1/2) for the embeddings (parameters whose
+    name contains ``embed``), so that an embedding times sqrt(d_model) has unit variance
+    (as in tensor2tensor). Biases and LayerNorms keep PyTorch's initialisation.
+    """
+    for name, p in model.named_parameters():
+        if p.dim() > 1:
+            if "embed" in name:
+                nn.init.normal_(p, mean=0.0, std=d_model**-0.5)
+            else:
+                nn.init.xavier_uniform_(p)
+
+
 class Transformer(nn.Module):
     """Encoder-decoder Transformer that returns logits.
 
@@ -85,14 +98,7 @@ class Transformer(nn.Module):
             self.generator.weight = self.src_embed.weight
 
     def _reset_parameters(self) -> None:
-        # Xavier for every matrix, N(0, d_model^-1/2) for embeddings so that the
-        # embedding times sqrt(d_model) has unit variance (as in tensor2tensor).
-        for name, p in self.named_parameters():
-            if p.dim() > 1:
-                if "embed" in name:
-                    nn.init.normal_(p, mean=0.0, std=self.d_model**-0.5)
-                else:
-                    nn.init.xavier_uniform_(p)
+        init_weights(self, self.d_model)
 
     # -- the entry points ---------------------------------------------------------
     # encode and decode check the token ids they are given (a host synchronisation);

@@ -154,4 +154,3 @@ def read_safetensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     for alias, name in aliases.items():
         tensors[alias] = tensors[name]
     return tensors
-

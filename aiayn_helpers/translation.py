@@ -118,4 +118,3 @@ def translate_and_score(
     metric = BLEU()
     score = metric.corpus_score(hyps, [[en for _, en in pairs]])
     return score, str(metric.get_signature()), hyps
-
