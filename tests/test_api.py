@@ -60,9 +60,7 @@ def api_table() -> str:
     """The table as it stands in the docstring: wrapped to 88 columns, four-space indent."""
     lines = []
     for name in ah.__all__:
-        wrapped = textwrap.wrap(
-            api_entry(name), WIDTH - 4, subsequent_indent="        ", break_on_hyphens=False
-        )
+        wrapped = textwrap.wrap(api_entry(name), WIDTH - 4, subsequent_indent="        ", break_on_hyphens=False)
         lines += ["    " + w for w in wrapped]
     return "\n".join(lines)
 
