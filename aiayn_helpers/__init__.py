@@ -4,20 +4,22 @@
 Mask convention: boolean, True = may attend.
 
 The model, one concept per module in the paper's order: ``attention.py`` (section 3.2),
-``positional.py`` (3.5), ``layers.py`` (3.1 and 3.3), ``model.py`` (figure 1). Around it,
-the path of one German sentence, "Ein Mann fährt Fahrrad.", from
+``positional.py`` (3.5), ``layers.py`` (3.1 and 3.3), ``model.py`` (figure 1). Around
+it, the path of one German sentence, "Ein Mann fährt Fahrrad.", from
 ``python -m aiayn_helpers.train --preset multi30k --out runs/m --eval-bleu`` to a BLEU
 score, one file at a time:
 
 1. ``train.py``: ``main()`` reads the flags and runs the steps below, top to bottom.
-2. ``config.py``: the preset and the flags become one ``Config``, every setting of the run.
+2. ``config.py``: the preset and the flags become one ``Config``, every setting of the
+   run.
 3. ``data.py``: ``load_multi30k`` reads the sentence and its English reference,
    ``train_bpe`` learns one vocabulary for both languages, ``encode_pairs`` turns the
-   pair into ids (source ``... <eos>``, target ``<bos> ... <eos>``) and ``length_batches``
-   puts it in a batch of sentences of similar length.
-4. ``training.py``: ``make_batch`` pads that batch into ``src``, ``tgt_in`` and ``tgt_out``;
-   ``train_step`` runs the model on it (``Transformer.forward``), takes the label-smoothed
-   loss, backpropagates, and lets Adam and the warmup schedule update the weights.
+   pair into ids (source ``... <eos>``, target ``<bos> ... <eos>``) and
+   ``length_batches`` puts it in a batch of sentences of similar length.
+4. ``training.py``: ``make_batch`` pads that batch into ``src``, ``tgt_in`` and
+   ``tgt_out``; ``train_step`` runs the model on it (``Transformer.forward``), takes the
+   label-smoothed loss, backpropagates, and lets Adam and the warmup schedule update the
+   weights.
 5. ``checkpoint.py``: after every epoch ``save_checkpoint`` writes ``last.pt`` (weights,
    Adam, the schedule, the ``TrainState``, the RNG states, the tokenizer and the
    ``Config``); ``--resume`` continues from it with ``resume``.
@@ -185,7 +187,8 @@ from .translation import encode_sources, translate, translate_and_score  # noqa:
 
 __all__ += ["KVCache", "load_pretrained", "translate", "encode_sources", "translate_and_score"]
 
-# chapter 10: after the paper (rotary embeddings, ALiBi, a decoder-only language model, BERT's masking)
+# chapter 10: after the paper (rotary embeddings, ALiBi, a decoder-only language model,
+# BERT's masking)
 from .descendants import (  # noqa: E402
     CausalLM,
     RelativeAttention,

@@ -87,8 +87,9 @@ def check_mask(mask: object, target_shape: tuple[int, ...]) -> torch.Tensor:
 def check_bias(bias: object, target_shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """Check an additive float attention bias (ALiBi, chapter 10) against the scores it is added to.
 
-    ``target_shape`` is the shape of the attention scores, ``(..., T_q, T_k)``, and ``dtype``
-    their dtype. Like a mask, the bias must broadcast to the scores without growing them.
+    ``target_shape`` is the shape of the attention scores, ``(..., T_q, T_k)``, and
+    ``dtype`` their dtype. Like a mask, the bias must broadcast to the scores without
+    growing them.
     """
     if not isinstance(bias, torch.Tensor):
         raise ValueError(f"attn_bias must be a torch.Tensor, got {type(bias).__name__}")

@@ -10,7 +10,8 @@ from collections.abc import Callable
 def make_parser(prog: str, doc: str) -> argparse.ArgumentParser:
     """A parser whose description is the first paragraph of the module docstring ``doc``.
 
-    It has the options both command lines take: ``--data-dir``, ``--threads`` and ``--no-progress``.
+    It has the options both command lines take: ``--data-dir``, ``--threads`` and
+    ``--no-progress``.
     """
     parser = argparse.ArgumentParser(
         prog=prog, description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter

@@ -109,9 +109,10 @@ def scaled_dot_product_attention(
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O (paper, section 3.2.2).
 
-    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`` with ``d_k = d_v = d_model / num_heads``.
-    The ``h`` per-head projections are stored as one ``(d_model, d_model)`` linear
-    layer each for Q, K and V; a reshape splits them into heads.
+    ``head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)`` with
+    ``d_k = d_v = d_model / num_heads``. The ``h`` per-head projections are stored as
+    one ``(d_model, d_model)`` linear layer each for Q, K and V; a reshape splits them
+    into heads.
 
     ``d_k`` given (table 3, row B of the paper) makes the queries and keys of each head
     ``d_k`` wide instead: ``W^Q`` and ``W^K`` are then ``(d_model, num_heads * d_k)``,
@@ -208,7 +209,8 @@ class MultiHeadAttention(nn.Module):
         batch, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
         if mask is not None:
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
-                mask = mask.unsqueeze(1)  # (batch, 1, T_q, T_k): same mask for every head
+                # (batch, 1, T_q, T_k): same mask for every head
+                mask = mask.unsqueeze(1)
             mask = check_mask(mask, (batch, self.num_heads, t_q, t_k))
         if attn_bias is not None:
             check_bias(attn_bias, (batch, self.num_heads, t_q, t_k), query.dtype)
@@ -222,8 +224,8 @@ class MultiHeadAttention(nn.Module):
         """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` and
         ``(batch, heads, T_k, d_v)`` (``d_k = d_v`` unless ``d_k`` was given).
 
-        What a key/value cache stores (chapter 8): the decoder's self-attention appends one
-        position per step, its cross-attention projects the encoder output once.
+        What a key/value cache stores (chapter 8): the decoder's self-attention appends
+        one position per step, its cross-attention projects the encoder output once.
         """
         return self._split_heads(self.w_k(key)), self._split_heads(self.w_v(value))
 
@@ -239,16 +241,16 @@ class MultiHeadAttention(nn.Module):
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """``query`` ``(batch, T_q, d_model)`` attends to projected ``k``, ``v`` ``(batch, heads, T_k, d_k)``.
 
-        The second half of :meth:`forward`; the mask and the bias are used as given (already
-        checked or built by the caller). Returns ``(batch, T_q, d_model)`` (and the weights
-        with ``need_weights=True``).
+        The second half of :meth:`forward`; the mask and the bias are used as given
+        (already checked or built by the caller). Returns ``(batch, T_q, d_model)`` (and
+        the weights with ``need_weights=True``).
         """
         q = self._split_heads(self.w_q(query))  # (batch, heads, T_q, d_k)
         return self.attend_heads(q, k, v, mask, attn_bias, need_weights=need_weights)
 
-    # forward, attend and attend_heads share their trailing parameters: each is one stage
-    # of the same computation and each is called on its own (the key/value cache calls
-    # attend, a descendant overrides attend_heads).
+    # forward, attend and attend_heads share their trailing parameters: each is one
+    # stage of the same computation and each is called on its own (the key/value cache
+    # calls attend, a descendant overrides attend_heads).
     def attend_heads(
         self,
         q: torch.Tensor,
@@ -263,8 +265,8 @@ class MultiHeadAttention(nn.Module):
         ``(batch, heads, T_k, d_k)`` -> ``(batch, T_q, d_model)`` (and the weights
         ``(batch, heads, T_q, T_k)`` with ``need_weights=True``).
 
-        The part of :meth:`attend` after the query projection, where a descendant can change
-        the projected queries and keys first (rotary embeddings, chapter 10).
+        The part of :meth:`attend` after the query projection, where a descendant can
+        change the projected queries and keys first (rotary embeddings, chapter 10).
         """
         batch, t_q = q.shape[0], q.shape[2]
         p = self.dropout if self.training else 0.0
@@ -272,7 +274,9 @@ class MultiHeadAttention(nn.Module):
         weights = None
         if self.fused and not need_weights:
             attn_mask = mask
-            if attn_bias is not None:  # one additive float mask: the bias, and the most negative number where masked
+            # one additive float mask: the bias, and the most negative number where
+            # masked
+            if attn_bias is not None:
                 blocked = torch.finfo(attn_bias.dtype).min
                 attn_mask = attn_bias if mask is None else torch.where(mask, attn_bias, blocked)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
@@ -281,7 +285,8 @@ class MultiHeadAttention(nn.Module):
         else:
             out, weights = scaled_dot_product_attention(q, k, v, mask, bias=attn_bias, dropout_p=p)
 
-        out = out.transpose(1, 2).reshape(batch, t_q, self.d_model)  # concatenate the heads
+        # concatenate the heads
+        out = out.transpose(1, 2).reshape(batch, t_q, self.d_model)
         return (self.w_o(out), weights) if need_weights else self.w_o(out)
 
 

@@ -12,8 +12,8 @@ Three lengths that are easy to confuse have three names:
   are cut when the corpus is encoded (``encode_pairs(..., truncate_len=...)``);
 * ``Transformer(max_positions=...)``: the size of the positional table (5000 by
   default), passed on as ``PositionalEncoding(max_len=...)``, PyTorch's name for it;
-* ``greedy_decode``/``beam_search(max_new_tokens=...)``: the decoding budget, the most tokens
-  generated per sentence (by default the paper's source length + 50).
+* ``greedy_decode``/``beam_search(max_new_tokens=...)``: the decoding budget, the most
+  tokens generated per sentence (by default the paper's source length + 50).
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ class Config:
     d_ff: int = 2048
     dropout: float = 0.1
     share_embeddings: bool = True
-    d_k: int | None = None  # query/key width per head; None: d_model / num_heads (table 3, row B)
-    positional: str = "sinusoidal"  # or "learned": a trained table of LEARNED_MAX_LEN rows (table 3, row E)
+    # query/key width per head; None: d_model / num_heads (table 3, row B)
+    d_k: int | None = None
+    # or "learned": a trained table of LEARNED_MAX_LEN rows (table 3, row E)
+    positional: str = "sinusoidal"
     # vocabulary and data
     vocab_size: int = 10000  # one BPE vocabulary shared by German and English
     min_frequency: int = 2
@@ -43,7 +45,8 @@ class Config:
     max_tokens: int = 4096  # source (and target) tokens per batch, padding included
     limit: int | None = None  # only the first N training pairs
     eval_limit: int | None = None  # only the first N validation and test pairs
-    data_dir: str | None = None  # the Multi30k folder (None: $AIAYN_DATA_DIR or the download cache)
+    # the Multi30k folder (None: $AIAYN_DATA_DIR or the download cache)
+    data_dir: str | None = None
     # optimisation (section 5)
     epochs: int = 60
     warmup: int = 4000
@@ -53,7 +56,8 @@ class Config:
     seed: int = 0
     amp_bf16: bool = False
     # checkpoints
-    save_every: int = 0  # also write last.pt every N steps (0: only at the end of each epoch)
+    # also write last.pt every N steps (0: only at the end of each epoch)
+    save_every: int = 0
     keep_epochs: bool = False  # also keep each finished epoch's weights as epochNNN.pt
     # evaluation (section 6.1)
     beam_size: int = 4
@@ -99,8 +103,8 @@ PRESETS: dict[str, Config] = {
         lr_scale=0.5,
         time_budget_min=50.0,
     ),
-    # the full recipe: d_model 256, 3+3 layers, 7.6 M parameters; about 100 minutes on 2 CPU cores
-    # (book/results.md), minutes on a GPU
+    # the full recipe: d_model 256, 3+3 layers, 7.6 M parameters; about 100 minutes on 2
+    # CPU cores (book/results.md), minutes on a GPU
     "multi30k": dataclasses.replace(
         BASE,
         preset="multi30k",
@@ -120,12 +124,14 @@ PRESETS: dict[str, Config] = {
     "multi30k-base": dataclasses.replace(BASE, preset="multi30k-base", num_heads=4, d_ff=1024, dropout=0.3),
 }
 
-# The fields that fix the shape of the model: a checkpoint and the flags must agree on them.
+# The fields that fix the shape of the model: a checkpoint and the flags must agree on
+# them.
 ARCH_FIELDS = ("d_model", "num_layers", "num_heads", "d_ff", "vocab_size", "share_embeddings", "d_k", "positional")
-# Rows of a learned position table: the longest sentence kept (truncate_len <= 128 in every preset)
-# plus the 50 tokens decoding may add (section 6.1), rounded up.
+# Rows of a learned position table: the longest sentence kept (truncate_len <= 128 in
+# every preset) plus the 50 tokens decoding may add (section 6.1), rounded up.
 LEARNED_MAX_LEN = 256
-# The limits of one invocation: on --resume they come from the preset (or the flags), not the checkpoint.
+# The limits of one invocation: on --resume they come from the preset (or the flags),
+# not the checkpoint.
 INVOCATION_FIELDS = ("max_steps", "time_budget_min")
 # Checkpoints of format 1 (before this module) stored three fields under older names.
 FORMAT1_NAMES = {"layers": "num_layers", "heads": "num_heads", "max_len": "truncate_len"}

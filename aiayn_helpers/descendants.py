@@ -1,8 +1,9 @@
 """After the paper (chapter 10): pieces of the Transformer's descendants, built from the package's blocks.
 
-* Rotary position embeddings, RoPE (Su et al., "RoFormer", arXiv 2021, Neurocomputing 2024): :func:`apply_rotary`
-  turns each pair of query and key features by an angle proportional to the position,
-  so that a score depends on the two positions only through their difference.
+* Rotary position embeddings, RoPE (Su et al., "RoFormer", arXiv 2021, Neurocomputing
+  2024): :func:`apply_rotary` turns each pair of query and key features by an angle
+  proportional to the position, so that a score depends on the two positions only
+  through their difference.
 * ALiBi (Press et al., "Train Short, Test Long", 2022): :func:`alibi_slopes` and
   :func:`alibi_bias`, no position in the embeddings, a penalty on the scores that grows
   linearly with the distance, with one slope per head.
@@ -37,7 +38,7 @@ from .positional import PositionalEncoding
 POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")
 
 
-# -- rotary position embedding (RoPE) -------------------------------------------------------
+# -- rotary position embedding (RoPE) --------------------------------------------------
 
 
 def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
@@ -46,8 +47,9 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     Features ``2j`` and ``2j + 1`` of the vector at position ``m`` are one point of the
     plane, turned by the angle ``m * theta_j`` with ``theta_j = base^(-2j / d_k)``: as
     complex numbers, ``x_j * exp(i m theta_j)``. Applied to queries and keys (never to
-    values), it makes ``<RoPE(q, m), RoPE(k, n)>`` a function of ``m - n`` alone.
-    The frequencies are the paper's sinusoid's (section 3.5), used as angles instead of added.
+    values), it makes ``<RoPE(q, m), RoPE(k, n)>`` a function of ``m - n`` alone. The
+    frequencies are the paper's sinusoid's (section 3.5), used as angles instead of
+    added.
 
     Args:
         x: queries or keys ``(batch, heads, T, d_k)``, ``d_k`` even.
@@ -68,25 +70,28 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
         raise ValueError(
             f"positions must have shape (T,) = ({length},) for x {tuple(x.shape)}, got {tuple(positions.shape)}"
         )
-    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32  # the angles, at least in float32
-    theta = base ** (-torch.arange(0, d_k, 2, dtype=dtype, device=x.device) / d_k)  # (d_k / 2,)
+    # the angles, at least in float32
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    # (d_k / 2,)
+    theta = base ** (-torch.arange(0, d_k, 2, dtype=dtype, device=x.device) / d_k)
     angles = positions.to(dtype)[:, None] * theta  # (T, d_k / 2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., 0::2], x[..., 1::2]  # the two coordinates of each pair, (batch, heads, T, d_k / 2)
+    # the two coordinates of each pair, (batch, heads, T, d_k / 2)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
 
-# -- ALiBi ------------------------------------------------------------------------------------
+# -- ALiBi -----------------------------------------------------------------------------
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
     """ALiBi's head-specific slopes ``m`` (Press et al. 2022, section 3), ``(num_heads,)`` float64.
 
-    For ``n`` heads, a power of two, the geometric sequence that starts at ``2^(-8/n)`` with that
-    ratio: ``1/2, 1/4, ..., 1/256`` for 8 heads. For other head counts, the paper's rule: the
-    slopes of the largest power of two below ``n``, then every other slope of twice that
-    power for the heads left over (12 heads: the 8 slopes of 8 heads, then ``2^-0.5, 2^-1.5,
-    2^-2.5, 2^-3.5``).
+    For ``n`` heads, a power of two, the geometric sequence that starts at ``2^(-8/n)``
+    with that ratio: ``1/2, 1/4, ..., 1/256`` for 8 heads. For other head counts, the
+    paper's rule: the slopes of the largest power of two below ``n``, then every other
+    slope of twice that power for the heads left over (12 heads: the 8 slopes of 8
+    heads, then ``2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5``).
     """
     check_positive_int("num_heads", num_heads)
 
@@ -109,11 +114,12 @@ def alibi_bias(
 ) -> torch.Tensor:
     """ALiBi's additive bias ``-m_h * (i - j)`` (Press et al. 2022, equation in section 3), ``(num_heads, t_q, t_k)``.
 
-    Query ``i`` sits at position ``t_k - t_q + i`` (the last ``t_q`` of the ``t_k`` keys,
-    as in cached decoding; ``i`` itself when ``t_q == t_k``). The bias is 0 on the diagonal
-    and falls by ``m_h`` per position into the past. It is meant for causal attention: the
-    future (``j > i``) gets a positive bias that the causal mask must remove. It broadcasts
-    over the batch as ``attn_bias`` of :class:`MultiHeadAttention`.
+    Query ``i`` sits at position ``t_k - t_q + i`` (the last ``t_q`` of the ``t_k``
+    keys, as in cached decoding; ``i`` itself when ``t_q == t_k``). The bias is 0 on the
+    diagonal and falls by ``m_h`` per position into the past. It is meant for causal
+    attention: the future (``j > i``) gets a positive bias that the causal mask must
+    remove. It broadcasts over the batch as ``attn_bias`` of
+    :class:`MultiHeadAttention`.
     """
     check_positive_int("num_heads", num_heads)
     check_positive_int("t_q", t_q)
@@ -122,20 +128,22 @@ def alibi_bias(
         raise ValueError(f"t_q must be <= t_k (the queries are the last t_q keys), got t_q={t_q} and t_k={t_k}")
     query_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)[:, None]  # (t_q, 1)
     key_pos = torch.arange(t_k, dtype=torch.float64)[None, :]  # (1, t_k)
-    bias = -alibi_slopes(num_heads)[:, None, None] * (query_pos - key_pos)  # (heads, t_q, t_k)
+    # (heads, t_q, t_k)
+    bias = -alibi_slopes(num_heads)[:, None, None] * (query_pos - key_pos)
     return bias.to(dtype=dtype, device=device)
 
 
-# -- attention with the positions inside -------------------------------------------------
+# -- attention with the positions inside -----------------------------------------------
 
 
 class RelativeAttention(MultiHeadAttention):
     """:class:`MultiHeadAttention` whose scores see relative positions: RoPE or ALiBi (chapter 10).
 
-    ``positional="rope"`` rotates every head's queries and keys with :func:`apply_rotary`
-    before the scores; ``positional="alibi"`` adds :func:`alibi_bias` to them. The keys are at
-    positions ``0 .. T_k - 1`` and the queries are the last ``T_q`` of them (self-attention,
-    or a cached step). Same parameters, same ``forward(query, key, value, mask, *, attn_bias, need_weights)``.
+    ``positional="rope"`` rotates every head's queries and keys with
+    :func:`apply_rotary` before the scores; ``positional="alibi"`` adds
+    :func:`alibi_bias` to them. The keys are at positions ``0 .. T_k - 1`` and the
+    queries are the last ``T_q`` of them (self-attention, or a cached step). Same
+    parameters, same ``forward(query, key, value, mask, *, attn_bias, need_weights)``.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, positional: str, fused: bool = False):
@@ -146,7 +154,8 @@ class RelativeAttention(MultiHeadAttention):
             raise ValueError(f"rotary embeddings need an even d_k = d_model / num_heads, got d_k={self.d_k}")
         self.positional = positional
 
-    # The parameters repeat MultiHeadAttention.attend_heads's: an override keeps its signature.
+    # The parameters repeat MultiHeadAttention.attend_heads's: an override keeps its
+    # signature.
     def attend_heads(
         self,
         q: torch.Tensor,
@@ -158,8 +167,8 @@ class RelativeAttention(MultiHeadAttention):
         need_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Rotate ``q`` ``(batch, heads, T_q, d_k)`` and ``k`` ``(batch, heads, T_k, d_k)``, or add ALiBi's bias,
-        then attend as :class:`MultiHeadAttention` does: -> ``(batch, T_q, d_model)`` (and the
-        weights with ``need_weights=True``)."""
+        then attend as :class:`MultiHeadAttention` does: -> ``(batch, T_q, d_model)``
+        (and the weights with ``need_weights=True``)."""
         t_q, t_k = q.shape[2], k.shape[2]
         if self.positional == "rope":
             q = apply_rotary(q, torch.arange(t_k - t_q, t_k, device=q.device))
@@ -170,28 +179,30 @@ class RelativeAttention(MultiHeadAttention):
         return super().attend_heads(q, k, v, mask, attn_bias, need_weights=need_weights)
 
 
-# -- a decoder-only language model (GPT) ----------------------------------------------------
+# -- a decoder-only language model (GPT) -----------------------------------------------
 
 
 class CausalLM(nn.Module):
     """A decoder-only Transformer language model, as in GPT (Radford et al. 2018, 2019).
 
-    ``forward(ids)`` takes token ids ``(batch, T)`` and returns logits ``(batch, T, vocab_size)``,
-    position ``t``'s predicting token ``t + 1``. The body is the paper's :class:`Encoder`:
-    self-attention under a causal mask, with no cross-attention, is all a decoder-only
-    model needs. Embeddings are multiplied by sqrt(d_model) (section 3.4); with
-    ``tie_embeddings`` the output projection shares their weight (Press and Wolf 2017).
+    ``forward(ids)`` takes token ids ``(batch, T)`` and returns logits
+    ``(batch, T, vocab_size)``, position ``t``'s predicting token ``t + 1``. The body is
+    the paper's :class:`Encoder`: self-attention under a causal mask, with no
+    cross-attention, is all a decoder-only model needs. Embeddings are multiplied by
+    sqrt(d_model) (section 3.4); with ``tie_embeddings`` the output projection shares
+    their weight (Press and Wolf 2017).
 
-    ``positional`` says where the positions come from: ``"sinusoidal"`` (the paper's table)
-    or ``"learned"`` (GPT's embedding table), both added to the embeddings and limited to
-    ``max_positions`` positions; or ``"rope"`` / ``"alibi"`` inside attention
-    (:class:`RelativeAttention`), with no length limit. ``norm_first=True`` (pre-norm, GPT-2's
-    choice) ends the stack with a LayerNorm. There is no padding mask: under the causal
-    mask, padding at the end of a sequence is never seen by the tokens before it, and
-    :func:`lm_loss` ignores the predictions of padding.
+    ``positional`` says where the positions come from: ``"sinusoidal"`` (the paper's
+    table) or ``"learned"`` (GPT's embedding table), both added to the embeddings and
+    limited to ``max_positions`` positions; or ``"rope"`` / ``"alibi"`` inside attention
+    (:class:`RelativeAttention`), with no length limit. ``norm_first=True`` (pre-norm,
+    GPT-2's choice) ends the stack with a LayerNorm. There is no padding mask: under the
+    causal mask, padding at the end of a sequence is never seen by the tokens before it,
+    and :func:`lm_loss` ignores the predictions of padding.
     """
 
-    # The sizes are named, ordered and defaulted as Transformer's (the paper's base model).
+    # The sizes are named, ordered and defaulted as Transformer's (the paper's base
+    # model).
     def __init__(
         self,
         vocab_size: int,
@@ -269,10 +280,11 @@ class CausalLM(nn.Module):
     ) -> torch.Tensor:
         """Sample ``max_new_tokens`` tokens after the prompt ``ids`` ``(batch, T)``: ``(batch, T + max_new_tokens)``.
 
-        Each step runs the model over the sequence so far (the last ``max_positions`` tokens for
-        the table positions), divides the last logits by ``temperature``, keeps the
-        ``top_k`` largest (all if None) and draws from their softmax with ``generator``.
-        ``top_k=1`` is greedy decoding. Call ``model.eval()`` first, as for any inference.
+        Each step runs the model over the sequence so far (the last ``max_positions``
+        tokens for the table positions), divides the last logits by ``temperature``,
+        keeps the ``top_k`` largest (all if None) and draws from their softmax with
+        ``generator``. ``top_k=1`` is greedy decoding. Call ``model.eval()`` first, as
+        for any inference.
         """
         check_token_ids("ids", ids, self.vocab_size)
         if not is_int(max_new_tokens) or max_new_tokens < 0:
@@ -285,9 +297,11 @@ class CausalLM(nn.Module):
             context = ids[:, -self.max_positions :] if self.has_length_limit else ids
             logits = self(context)[:, -1] / temperature  # (batch, vocab_size)
             if top_k is not None:
-                kth = torch.topk(logits, min(top_k, self.vocab_size)).values[:, -1:]  # (batch, 1)
+                # (batch, 1)
+                kth = torch.topk(logits, min(top_k, self.vocab_size)).values[:, -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
-            next_id = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)  # (batch, 1)
+            # (batch, 1)
+            next_id = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
             ids = torch.cat([ids, next_id], dim=1)
         return ids
 
@@ -295,9 +309,10 @@ class CausalLM(nn.Module):
 def lm_loss(logits: torch.Tensor, ids: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
     """Next-token cross-entropy of a causal language model (Radford et al. 2018, equation 1), a scalar.
 
-    ``logits`` ``(batch, T, vocab_size)`` are :class:`CausalLM`'s for ``ids`` ``(batch, T)``:
-    position ``t`` predicts ``ids[:, t + 1]``, so the last position predicts nothing and the
-    mean is over the ``T - 1`` targets of every row, those equal to ``pad_id`` left out.
+    ``logits`` ``(batch, T, vocab_size)`` are :class:`CausalLM`'s for ``ids``
+    ``(batch, T)``: position ``t`` predicts ``ids[:, t + 1]``, so the last position
+    predicts nothing and the mean is over the ``T - 1`` targets of every row, those
+    equal to ``pad_id`` left out.
     """
     check_tensor("logits", logits, dim=3)
     check_floating("logits", logits)
@@ -317,7 +332,7 @@ def lm_loss(logits: torch.Tensor, ids: torch.Tensor, pad_id: int | None = None) 
     return F.cross_entropy(predictions, targets, ignore_index=-100 if pad_id is None else pad_id)
 
 
-# -- BERT's masked language model ---------------------------------------------------------------
+# -- BERT's masked language model ------------------------------------------------------
 
 
 def mask_tokens(
@@ -330,12 +345,13 @@ def mask_tokens(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masked-LM corruption (Devlin et al. 2019, section 3.1): ``ids`` ``(batch, T)`` -> ``(inputs, labels)``.
 
-    Each token that is not in ``special_ids`` is chosen for prediction with probability ``p``
-    (15% in the paper). A chosen token is replaced by ``mask_id`` 80% of the time, by a
-    random token of the vocabulary 10% of the time, and left as it is 10% of the time.
-    ``labels`` ``(batch, T)`` hold the original id where a token was chosen and ``-100``
-    (the ``ignore_index`` of ``F.cross_entropy``) elsewhere; ``inputs`` ``(batch, T)`` is the
-    corrupted sequence. ``generator`` must live on ``ids``' device.
+    Each token that is not in ``special_ids`` is chosen for prediction with probability
+    ``p`` (15% in the paper). A chosen token is replaced by ``mask_id`` 80% of the time,
+    by a random token of the vocabulary 10% of the time, and left as it is 10% of the
+    time. ``labels`` ``(batch, T)`` hold the original id where a token was chosen and
+    ``-100`` (the ``ignore_index`` of ``F.cross_entropy``) elsewhere; ``inputs``
+    ``(batch, T)`` is the corrupted sequence. ``generator`` must live on ``ids``'
+    device.
     """
     check_token_ids("ids", ids, vocab_size)
     check_int_in_range("mask_id", mask_id, 0, vocab_size)
@@ -346,7 +362,8 @@ def mask_tokens(
     special = torch.tensor(list(special_ids), dtype=ids.dtype, device=ids.device)
     chosen = (torch.rand(ids.shape, generator=generator, device=ids.device) < p) & ~torch.isin(ids, special)
     labels = ids.masked_fill(~chosen, -100)
-    r = torch.rand(ids.shape, generator=generator, device=ids.device)  # which of the three fates
+    # which of the three fates
+    r = torch.rand(ids.shape, generator=generator, device=ids.device)
     random_ids = torch.randint(vocab_size, ids.shape, generator=generator, device=ids.device, dtype=ids.dtype)
     inputs = torch.where(chosen & (r < 0.8), mask_id, ids)
     inputs = torch.where(chosen & (r >= 0.8) & (r < 0.9), random_ids, inputs)

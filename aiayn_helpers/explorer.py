@@ -23,8 +23,8 @@ from .data import BOS_ID
 from .decoding import beam_search, greedy_decode
 from .translation import encode_sources
 
-# Chapter 8's sentences that appear nowhere in Multi30k (tests/test_explorer.py checks the list
-# against the chapter).
+# Chapter 8's sentences that appear nowhere in Multi30k (tests/test_explorer.py checks
+# the list against the chapter).
 HELD_OUT = [
     "Zwei Hunde spielen im Schnee.",
     "Eine Frau liest ein Buch auf einer Bank.",

@@ -81,7 +81,8 @@ class PositionalEncoding(nn.Module):
                 )
             self.pe = sinusoidal_encoding(length, self.d_model, self.pe.dtype).to(self.pe.device)
             self._pe64 = sinusoidal_encoding(length, self.d_model, torch.float64)
-        if x.dtype == torch.float64:  # exact table for float64 work (the equivalence tests)
+        # exact table for float64 work (the equivalence tests)
+        if x.dtype == torch.float64:
             return self.dropout(x + self._pe64[offset:length].to(x.device))
         return self.dropout(x + self.pe[offset:length].to(x.dtype))
 
@@ -89,11 +90,11 @@ class PositionalEncoding(nn.Module):
 class LearnedPositionalEncoding(nn.Module):
     """Adds a trained ``(max_len, d_model)`` table of position embeddings, then applies dropout.
 
-    The alternative the paper tried in table 3, row (E) ("we also experimented with using
-    learned positional embeddings instead, and found that the two versions produced
-    nearly identical results", section 3.5). Unlike the sinusoidal table it has no rows
-    beyond ``max_len``: a longer sequence is a ``ValueError``. Same ``forward(x, offset)``
-    as :class:`PositionalEncoding`.
+    The alternative the paper tried in table 3, row (E) ("we also experimented with
+    using learned positional embeddings instead, and found that the two versions
+    produced nearly identical results", section 3.5). Unlike the sinusoidal table it has
+    no rows beyond ``max_len``: a longer sequence is a ``ValueError``. Same
+    ``forward(x, offset)`` as :class:`PositionalEncoding`.
     """
 
     def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 256):

@@ -6,8 +6,9 @@
 * ``weights.safetensors``: the model's state dict in float16, in the safetensors format
   (a header of names, shapes and dtypes, then raw numbers: nothing is unpickled);
 * ``tokenizer.json``: the shared German-English BPE tokenizer;
-* ``config.json``: the run's :class:`~aiayn_helpers.config.Config`, with the beam size and
-  length penalty chosen on the validation split, which :func:`~aiayn_helpers.translate` uses by default;
+* ``config.json``: the run's :class:`~aiayn_helpers.config.Config`, with the beam size
+  and length penalty chosen on the validation split, which
+  :func:`~aiayn_helpers.translate` uses by default;
 * ``manifest.json``: the SHA-256 of the three files above, the training command,
   hardware, time and epochs, and the test2016 sacreBLEU of these weights.
 
@@ -28,7 +29,8 @@ from torch import nn
 from .config import build_model, config_from_dict
 
 ROOT = Path(__file__).with_name("pretrained")
-FILES = ("weights.safetensors", "tokenizer.json", "config.json")  # what the manifest's hashes cover
+# what the manifest's hashes cover
+FILES = ("weights.safetensors", "tokenizer.json", "config.json")
 MANIFEST = "manifest.json"
 
 __all__ = [
@@ -107,7 +109,8 @@ def load_pretrained_dir(
         tokenizer = Tokenizer.from_str((directory / "tokenizer.json").read_text(encoding="utf-8"))
         cfg = config_from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
         weights = read_safetensors(directory / "weights.safetensors")
-    except Exception as err:  # files that match their hashes but do not parse: a bad export
+    # files that match their hashes but do not parse: a bad export
+    except Exception as err:
         raise ValueError(f"could not read the model in {directory}: {err}") from err
     model = build_model(cfg, tokenizer.get_vocab_size())
     try:
@@ -115,7 +118,8 @@ def load_pretrained_dir(
     except (RuntimeError, AttributeError) as err:
         raise ValueError(f"the weights in {directory} do not fit its config: {err}") from err
     model = model.to(dtype).eval()
-    # the decoding settings chosen for this model on the validation split: translate()'s defaults
+    # the decoding settings chosen for this model on the validation split: translate()'s
+    # defaults
     model.decoding_defaults = {"beam_size": cfg.beam_size, "length_penalty": cfg.length_penalty}
     return model, tokenizer
 

@@ -1,11 +1,11 @@
 """From German text to English text with a trained model, and its sacreBLEU score.
 
-This module holds the package's one public :func:`translate` (``ah.translate``).
-It turns sentences into source ids (the BPE tokenizer, then ``<eos>``),
-pads them into batches of similar length, decodes with :func:`~aiayn_helpers.beam_search`
-(or :func:`~aiayn_helpers.greedy_decode` for a beam of 1) and turns the ids back into
-text. :func:`translate_and_score` does that for ``(german, english)`` pairs and scores
-the translations against the references with sacreBLEU. Training (``--eval-bleu``) and
+This module holds the package's one public :func:`translate` (``ah.translate``). It
+turns sentences into source ids (the BPE tokenizer, then ``<eos>``), pads them into
+batches of similar length, decodes with :func:`~aiayn_helpers.beam_search` (or
+:func:`~aiayn_helpers.greedy_decode` for a beam of 1) and turns the ids back into text.
+:func:`translate_and_score` does that for ``(german, english)`` pairs and scores the
+translations against the references with sacreBLEU. Training (``--eval-bleu``) and
 evaluation (``python -m aiayn_helpers.evaluate``) both use it.
 """
 
@@ -76,7 +76,8 @@ def _translate_batches(
 ) -> list[str]:
     from tqdm import tqdm
 
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # similar lengths batch together
+    # similar lengths batch together
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     device = next(model.parameters()).device
     result = [""] * len(sentences)

@@ -26,10 +26,11 @@ def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
 def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
     """One call at the top of every chapter: seeds, CPU threads and figure defaults.
 
-    Figures are emitted as PNG (SVG output embeds random ids that strict nbval would flag).
-    ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 1: on a shared
-    machine (a classroom server), two notebooks with 2 threads each on 2 cores ran several
-    times slower than with 1 thread each (the instructor guide gives the measurements).
+    Figures are emitted as PNG (SVG output embeds random ids that strict nbval would
+    flag). ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 1: on a
+    shared machine (a classroom server), two notebooks with 2 threads each on 2 cores
+    ran several times slower than with 1 thread each (the instructor guide gives the
+    measurements).
     """
     seed_everything(seed)
     torch.set_num_threads(threads or int(os.environ.get("AIAYN_THREADS", "1")))
@@ -52,11 +53,11 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
 class expect_error:  # noqa: N801 (used as a context manager: ``with ah.expect_error(...)``)
     """Run a block that shows a mistake failing on purpose, and keep the notebook going.
 
-    ``with ah.expect_error(AssertionError): assert ...`` catches the error, prints its type
-    and message (so a reader running all cells sees what went wrong and Run All reaches
-    the end of the chapter), and raises ``AssertionError`` itself when the block does
-    *not* fail, or fails with another type, or with a message lacking ``match``: the
-    demonstration is still checked every time the notebook runs.
+    ``with ah.expect_error(AssertionError): assert ...`` catches the error, prints its
+    type and message (so a reader running all cells sees what went wrong and Run All
+    reaches the end of the chapter), and raises ``AssertionError`` itself when the block
+    does *not* fail, or fails with another type, or with a message lacking ``match``:
+    the demonstration is still checked every time the notebook runs.
     """
 
     def __init__(self, error: type[BaseException] = Exception, match: str | None = None):
