@@ -1,4 +1,4 @@
-"""``python -m aiayn_helpers translate|train|evaluate ...`` (see :mod:`aiayn_helpers.cli`)."""
+"""``python -m aiayn_helpers translate|train|evaluate ...``: see :mod:`.cli`."""
 
 import sys
 

@@ -16,7 +16,7 @@ def is_int(value: object) -> bool:
 
 
 def check_positive_int(name: str, value: object, note: str = "") -> None:
-    """Raise unless ``value`` is a positive ``int`` (bools are rejected); ``note`` is added to the message."""
+    """Raise unless ``value`` is a positive ``int`` (not a bool); ``note`` is added."""
     if not is_int(value) or value <= 0:
         raise ValueError(f"{name} must be a positive int{f' ({note})' if note else ''}, got {value!r}")
 
@@ -49,7 +49,7 @@ def check_floating(name: str, x: torch.Tensor) -> None:
 
 
 def check_token_ids(name: str, tokens: object, vocab_size: int) -> None:
-    """Raise unless ``tokens`` is a ``(batch, seq_len)`` integer tensor of ids in ``[0, vocab_size)``.
+    """Raise unless ``tokens`` is a ``(batch, seq_len)`` tensor of ids, each < vocab_size.
 
     The range check reads the smallest and largest id back from the device (one
     synchronisation): call it once where ids enter, never inside a decoding loop.
@@ -85,7 +85,7 @@ def check_mask(mask: object, target_shape: tuple[int, ...]) -> torch.Tensor:
 
 
 def check_bias(bias: object, target_shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """Check an additive float attention bias (ALiBi, chapter 10) against the scores it is added to.
+    """Check an additive float attention bias (ALiBi, chapter 10) against its scores.
 
     ``target_shape`` is the shape of the attention scores, ``(..., T_q, T_k)``, and
     ``dtype`` their dtype. Like a mask, the bias must broadcast to the scores without

@@ -1,4 +1,4 @@
-"""What the two command lines (``train`` and ``evaluate``) share: the parser's header and options, the error wrapper."""
+"""What the ``train`` and ``evaluate`` commands share: a parser, an error wrapper."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def make_parser(prog: str, doc: str) -> argparse.ArgumentParser:
 
 
 def run(main: Callable[[], object]) -> None:
-    """Call ``main()``; a ``ValueError`` becomes a one-line ``error: ...`` and exit status 2, not a traceback."""
+    """Call ``main()``; a ``ValueError`` becomes ``error: ...`` and exit status 2."""
     try:
         main()
     except ValueError as err:

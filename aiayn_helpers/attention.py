@@ -158,7 +158,10 @@ class MultiHeadAttention(nn.Module):
         self.fused = fused
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, T, num_heads * width) -> (batch, num_heads, T, width): width d_k for Q and K, d_v for V."""
+        """(batch, T, num_heads * width) -> (batch, num_heads, T, width).
+
+        The width is d_k for Q and K, d_v for V.
+        """
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, -1).transpose(1, 2)
 
@@ -221,7 +224,9 @@ class MultiHeadAttention(nn.Module):
         return self.attend(query, k, v, mask, attn_bias, need_weights=need_weights)
 
     def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The keys and values of every head: ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` and
+        """The keys and values of every head.
+
+        ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` and
         ``(batch, heads, T_k, d_v)`` (``d_k = d_v`` unless ``d_k`` was given).
 
         What a key/value cache stores (chapter 8): the decoder's self-attention appends
@@ -239,7 +244,9 @@ class MultiHeadAttention(nn.Module):
         *,
         need_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """``query`` ``(batch, T_q, d_model)`` attends to projected ``k``, ``v`` ``(batch, heads, T_k, d_k)``.
+        """``query`` ``(batch, T_q, d_model)`` attends to projected ``k`` and ``v``.
+
+        ``k`` and ``v`` are ``(batch, heads, T_k, d_k)``.
 
         The second half of :meth:`forward`; the mask and the bias are used as given
         (already checked or built by the caller). Returns ``(batch, T_q, d_model)`` (and
@@ -261,9 +268,11 @@ class MultiHeadAttention(nn.Module):
         *,
         need_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Every head's attention, then W^O: ``q`` ``(batch, heads, T_q, d_k)`` and ``k``, ``v``
-        ``(batch, heads, T_k, d_k)`` -> ``(batch, T_q, d_model)`` (and the weights
-        ``(batch, heads, T_q, T_k)`` with ``need_weights=True``).
+        """Every head's attention, then W^O.
+
+        ``q`` ``(batch, heads, T_q, d_k)`` and ``k``, ``v`` ``(batch, heads, T_k, d_k)``
+        -> ``(batch, T_q, d_model)`` (and the weights ``(batch, heads, T_q, T_k)`` with
+        ``need_weights=True``).
 
         The part of :meth:`attend` after the query projection, where a descendant can
         change the projected queries and keys first (rotary embeddings, chapter 10).

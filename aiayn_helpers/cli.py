@@ -42,7 +42,7 @@ def translate_parser(prog: str = "aiayn-translate") -> argparse.ArgumentParser:
 
 
 def read_lines(data: bytes) -> tuple[list[str | None], list[str]]:
-    """``(lines, problems)``: each line decoded (``None`` where it cannot be used) and what was wrong."""
+    """``(lines, problems)``: the decoded lines (``None`` if unusable), the problems."""
     lines: list[str | None] = []
     problems = []
     for number, raw in enumerate(data.splitlines(), start=1):
@@ -61,7 +61,7 @@ def read_lines(data: bytes) -> tuple[list[str | None], list[str]]:
 
 
 def translate_main(argv: Sequence[str] | None = None, prog: str = "aiayn-translate") -> int:
-    """Run the translator; returns the exit status (0 all translated, 1 some lines skipped, 2 usage)."""
+    """Run the translator; return 0 (all translated), 1 (lines skipped) or 2 (usage)."""
     parser = translate_parser(prog)
     args = parser.parse_args(argv)
     if args.sentences and args.input is not None:
@@ -111,7 +111,7 @@ def translate_main(argv: Sequence[str] | None = None, prog: str = "aiayn-transla
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m aiayn_helpers <command> ...``: ``translate``, ``train`` or ``evaluate``."""
+    """``python -m aiayn_helpers <command>``: translate, train or evaluate."""
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"translate": "translate German sentences with the shipped model",
                 "train": "train a model on Multi30k (python -m aiayn_helpers.train)",

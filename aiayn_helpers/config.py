@@ -1,4 +1,4 @@
-"""Every setting of a training run in one :class:`Config`, the presets, and the model it describes.
+"""Every setting of a training run in one :class:`Config`, the presets, and the model.
 
 A preset is :func:`dataclasses.replace` of :data:`BASE`, the paper's base model and
 training recipe (sections 3 and 5) on all of Multi30k. ``python -m aiayn_helpers.train``
@@ -138,7 +138,7 @@ FORMAT1_NAMES = {"layers": "num_layers", "heads": "num_heads", "max_len": "trunc
 
 
 def config_from_dict(values: dict, renames: dict[str, str] | None = None) -> Config:
-    """A :class:`Config` from stored values, after renaming old field names (``renames``).
+    """A :class:`Config` from stored values, old field names renamed (``renames``).
 
     Fields missing from ``values`` (settings added since it was stored) take their
     defaults; an unknown field is an error.
@@ -152,7 +152,7 @@ def config_from_dict(values: dict, renames: dict[str, str] | None = None) -> Con
 
 
 def resolve_config(preset: str, overrides: dict, stored: Config | None = None) -> Config:
-    """The run's config: the preset (or, when resuming, the ``stored`` config), then ``overrides``.
+    """The run's config: the preset (or, resuming, the ``stored`` one), then overrides.
 
     When resuming, the limits of one invocation (:data:`INVOCATION_FIELDS`) are not
     taken from ``stored`` but from its preset, and an override that changes the shape
@@ -172,7 +172,7 @@ def resolve_config(preset: str, overrides: dict, stored: Config | None = None) -
 
 
 def build_model(cfg: Config, vocab_size: int) -> Transformer:
-    """The Transformer that ``cfg`` describes, for one shared vocabulary of ``vocab_size`` tokens."""
+    """The Transformer that ``cfg`` describes, for one shared vocabulary."""
     return Transformer(
         vocab_size,
         vocab_size,

@@ -1,4 +1,4 @@
-"""After the paper (chapter 10): pieces of the Transformer's descendants, built from the package's blocks.
+"""After the paper (chapter 10): the Transformer's descendants, from the same blocks.
 
 * Rotary position embeddings, RoPE (Su et al., "RoFormer", arXiv 2021, Neurocomputing
   2024): :func:`apply_rotary` turns each pair of query and key features by an angle
@@ -42,7 +42,9 @@ POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")
 
 
 def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding (Su et al. 2021, "RoFormer", equation 34), ``(batch, heads, T, d_k)`` -> same.
+    """Rotary position embedding (Su et al. 2021, "RoFormer", equation 34).
+
+    ``(batch, heads, T, d_k)`` -> the same shape.
 
     Features ``2j`` and ``2j + 1`` of the vector at position ``m`` are one point of the
     plane, turned by the angle ``m * theta_j`` with ``theta_j = base^(-2j / d_k)``: as
@@ -85,7 +87,9 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
-    """ALiBi's head-specific slopes ``m`` (Press et al. 2022, section 3), ``(num_heads,)`` float64.
+    """ALiBi's head-specific slopes ``m`` (Press et al. 2022, section 3), float64.
+
+    Shape ``(num_heads,)``.
 
     For ``n`` heads, a power of two, the geometric sequence that starts at ``2^(-8/n)``
     with that ratio: ``1/2, 1/4, ..., 1/256`` for 8 heads. For other head counts, the
@@ -112,7 +116,9 @@ def alibi_bias(
     dtype: torch.dtype = torch.float32,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """ALiBi's additive bias ``-m_h * (i - j)`` (Press et al. 2022, equation in section 3), ``(num_heads, t_q, t_k)``.
+    """ALiBi's additive bias ``-m_h * (i - j)`` (Press et al. 2022, section 3).
+
+    Shape ``(num_heads, t_q, t_k)``.
 
     Query ``i`` sits at position ``t_k - t_q + i`` (the last ``t_q`` of the ``t_k``
     keys, as in cached decoding; ``i`` itself when ``t_q == t_k``). The bias is 0 on the
@@ -137,7 +143,9 @@ def alibi_bias(
 
 
 class RelativeAttention(MultiHeadAttention):
-    """:class:`MultiHeadAttention` whose scores see relative positions: RoPE or ALiBi (chapter 10).
+    """:class:`MultiHeadAttention` whose scores see relative positions (chapter 10).
+
+    RoPE or ALiBi.
 
     ``positional="rope"`` rotates every head's queries and keys with
     :func:`apply_rotary` before the scores; ``positional="alibi"`` adds
@@ -166,7 +174,9 @@ class RelativeAttention(MultiHeadAttention):
         *,
         need_weights: bool = False,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Rotate ``q`` ``(batch, heads, T_q, d_k)`` and ``k`` ``(batch, heads, T_k, d_k)``, or add ALiBi's bias,
+        """Rotate ``q`` and ``k``, or add ALiBi's bias, then attend.
+
+        ``q`` ``(batch, heads, T_q, d_k)`` and ``k`` ``(batch, heads, T_k, d_k)``;
         then attend as :class:`MultiHeadAttention` does: -> ``(batch, T_q, d_model)``
         (and the weights with ``need_weights=True``)."""
         t_q, t_k = q.shape[2], k.shape[2]
@@ -249,7 +259,7 @@ class CausalLM(nn.Module):
 
     @property
     def has_length_limit(self) -> bool:
-        """True when the positions come from a table of ``max_positions`` rows (sinusoidal, learned)."""
+        """True when the positions come from a table of ``max_positions`` rows."""
         return self.positional in ("sinusoidal", "learned")
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -278,7 +288,9 @@ class CausalLM(nn.Module):
         top_k: int | None = None,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
-        """Sample ``max_new_tokens`` tokens after the prompt ``ids`` ``(batch, T)``: ``(batch, T + max_new_tokens)``.
+        """Sample ``max_new_tokens`` tokens after the prompt ``ids`` ``(batch, T)``.
+
+        Returns ``(batch, T + max_new_tokens)``.
 
         Each step runs the model over the sequence so far (the last ``max_positions``
         tokens for the table positions), divides the last logits by ``temperature``,
@@ -307,7 +319,9 @@ class CausalLM(nn.Module):
 
 
 def lm_loss(logits: torch.Tensor, ids: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
-    """Next-token cross-entropy of a causal language model (Radford et al. 2018, equation 1), a scalar.
+    """Next-token cross-entropy of a causal language model, a scalar.
+
+    Radford et al. 2018, equation 1.
 
     ``logits`` ``(batch, T, vocab_size)`` are :class:`CausalLM`'s for ``ids``
     ``(batch, T)``: position ``t`` predicts ``ids[:, t + 1]``, so the last position
@@ -343,7 +357,9 @@ def mask_tokens(
     p: float = 0.15,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT's masked-LM corruption (Devlin et al. 2019, section 3.1): ``ids`` ``(batch, T)`` -> ``(inputs, labels)``.
+    """BERT's masked-LM corruption (Devlin et al. 2019, section 3.1).
+
+    ``ids`` ``(batch, T)`` -> ``(inputs, labels)``.
 
     Each token that is not in ``special_ids`` is chosen for prediction with probability
     ``p`` (15% in the paper). A chosen token is replaced by ``mask_id`` 80% of the time,

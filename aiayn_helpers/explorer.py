@@ -1,4 +1,4 @@
-"""The data behind the site's attention explorer: every attention map of the shipped model.
+"""The data behind the site's attention explorer: every map of the shipped model.
 
 For each German sentence, :func:`attention_maps` translates it as
 :func:`aiayn_helpers.translate` does (beam search with the model's own settings), then

@@ -15,7 +15,7 @@ from ._checks import check_floating, check_positive_int, check_tensor
 
 
 def sinusoidal_encoding(length: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The ``(length, d_model)`` table of the paper, interleaved: even columns sin, odd columns cos.
+    """The paper's ``(length, d_model)`` table, interleaved: even columns sin, odd cos.
 
     Computed in float64 and cast to ``dtype``. The frequencies are written as
     ``exp(-ln(10000) * 2i / d_model)``, which equals ``1 / 10000^(2i / d_model)``.
@@ -88,7 +88,7 @@ class PositionalEncoding(nn.Module):
 
 
 class LearnedPositionalEncoding(nn.Module):
-    """Adds a trained ``(max_len, d_model)`` table of position embeddings, then applies dropout.
+    """Adds a trained ``(max_len, d_model)`` table of position embeddings, then dropout.
 
     The alternative the paper tried in table 3, row (E) ("we also experimented with
     using learned positional embeddings instead, and found that the two versions
@@ -107,7 +107,7 @@ class LearnedPositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """``x``: ``(batch, seq_len, d_model)`` -> same shape; ``offset`` as in :class:`PositionalEncoding`."""
+        """``x`` ``(batch, seq_len, d_model)`` -> same shape; ``offset`` as above."""
         check_tensor("x", x, dim=3)
         check_floating("x", x)
         if x.shape[-1] != self.d_model:

@@ -54,7 +54,7 @@ def sha256(path: str | os.PathLike) -> str:
 
 
 def available_models() -> list[str]:
-    """The names :func:`load_pretrained` accepts: the folders of ``aiayn_helpers/pretrained``."""
+    """The names :func:`load_pretrained` accepts: the shipped models' folders."""
     if not ROOT.is_dir():
         return []
     return sorted(p.name for p in ROOT.iterdir() if (p / MANIFEST).is_file())
@@ -75,7 +75,7 @@ def read_manifest(directory: str | os.PathLike) -> dict:
 
 
 def load_pretrained(name: str = "multi30k", *, dtype: torch.dtype = torch.float32) -> tuple[nn.Module, object]:
-    """``(model, tokenizer)`` of the shipped model ``name``, the model in eval mode on the CPU.
+    """``(model, tokenizer)`` of the shipped model ``name``, in eval mode on the CPU.
 
     The float16 weights are widened to ``dtype`` (float32 by default; float64 gives
     the same translations on every CPU, chapter 8). An unknown ``name`` or a file whose
@@ -89,7 +89,7 @@ def load_pretrained(name: str = "multi30k", *, dtype: torch.dtype = torch.float3
 def load_pretrained_dir(
     directory: str | os.PathLike, *, dtype: torch.dtype = torch.float32
 ) -> tuple[nn.Module, object]:
-    """:func:`load_pretrained` from a folder laid out as ``aiayn_helpers/pretrained/<name>``."""
+    """:func:`load_pretrained` from a folder laid out as ``pretrained/<name>``."""
     from tokenizers import Tokenizer
 
     if dtype not in (torch.float32, torch.float64):
@@ -149,7 +149,10 @@ def write_safetensors(state_dict: dict[str, torch.Tensor], path: str | os.PathLi
 
 
 def read_safetensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """The tensors of a ``.safetensors`` file on the CPU, tied names restored (see :func:`write_safetensors`)."""
+    """The tensors of a ``.safetensors`` file on the CPU, tied names restored.
+
+    See :func:`write_safetensors`.
+    """
     from safetensors import safe_open
 
     with safe_open(str(path), framework="pt", device="cpu") as f:

@@ -21,7 +21,10 @@ def _copy(dst: torch.Tensor, src: torch.Tensor) -> None:
 
 @torch.no_grad()
 def copy_mha_from_torch(ours: MultiHeadAttention, ref: nn.MultiheadAttention) -> MultiHeadAttention:
-    """``nn.MultiheadAttention`` packs W^Q, W^K, W^V into one ``in_proj_weight`` (3 d_model, d_model)."""
+    """Copy ``nn.MultiheadAttention``'s weights into ours.
+
+    It packs W^Q, W^K, W^V into one ``in_proj_weight`` (3 d_model, d_model).
+    """
     if ref.in_proj_weight is None or ref.in_proj_bias is None:
         raise ValueError("only nn.MultiheadAttention with equal q/k/v sizes and bias=True is supported")
     if ref.num_heads != ours.num_heads:
@@ -67,7 +70,10 @@ def copy_decoder_layer_from_torch(ours: DecoderLayer, ref: nn.TransformerDecoder
 def copy_stack_from_torch(
     ours: Encoder | Decoder, ref: nn.TransformerEncoder | nn.TransformerDecoder
 ) -> Encoder | Decoder:
-    """Copy every layer of an ``nn.TransformerEncoder``/``Decoder`` (and its final norm, if both have one)."""
+    """Copy every layer of an ``nn.TransformerEncoder``/``Decoder``.
+
+    And its final norm, if both have one.
+    """
     if len(ours.layers) != len(ref.layers):
         raise ValueError(f"layer counts differ: ours {len(ours.layers)}, reference {len(ref.layers)}")
     copy_layer = copy_encoder_layer_from_torch if isinstance(ours, Encoder) else copy_decoder_layer_from_torch

@@ -93,7 +93,7 @@ def _translate_batches(
 
 
 def encode_sources(tokenizer, sentences: Sequence[str]) -> torch.Tensor:
-    """Source ids ``(batch, S)``: each sentence's BPE ids and ``<eos>``, padded with ``<pad>``."""
+    """Source ids ``(batch, S)``: each sentence's BPE ids and ``<eos>``, padded."""
     ids = [e.ids + [EOS_ID] for e in tokenizer.encode_batch(list(sentences), add_special_tokens=False)]
     width = max(len(x) for x in ids)
     return torch.tensor([x + [PAD_ID] * (width - len(x)) for x in ids], dtype=torch.long)
