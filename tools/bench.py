@@ -73,7 +73,7 @@ def bench_training_throughput(preset="multi30k", steps=None, warmup=3) -> None:
     cfg = PRESETS[preset]
     pairs = load_multi30k("train")
     tok = train_bpe([s for p in pairs for s in p], cfg.vocab_size)
-    ids = encode_pairs(tok, pairs, max_len=cfg.truncate_len)
+    ids = encode_pairs(tok, pairs, truncate_len=cfg.truncate_len)
     batches = length_batches(ids, cfg.max_tokens, seed=0)[: warmup + steps]
     torch.manual_seed(0)
     model = build_model(cfg, tok.get_vocab_size()).train()
