@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade hub-links slides test-quick
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade collect hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -29,8 +29,10 @@ help:
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
-	@echo "make grade A=assignment1  grade _grading/submitted/, each submission in a bubblewrap sandbox"
-	@echo "              (GRADE_FLAGS=--feedback writes feedback without the hidden tests; --unsandboxed: own notebooks only)"
+	@echo "make collect ZIP=downloads.zip A=assignment1  a course platform's zip of submissions into _grading/submitted/"
+	@echo "make grade A=assignment1  grade _grading/submitted/ (new and resubmitted work), each submission in a bubblewrap sandbox"
+	@echo "              (GRADE_FLAGS=--feedback writes feedback without the hidden tests; --force grades everyone again;"
+	@echo "              due dates and the late policy: book/autograder/deadlines.toml)"
 	@echo "make hub-links  an nbgitpuller link per chapter, for a JupyterHub"
 	@echo "make bench    speed measurements (not part of the tests)"
 	@echo "make slides   one slide deck per syllabus session into _build/slides (offline)"
@@ -103,9 +105,18 @@ student: setup
 	$(BIN)/jupyter-book build _student --warningiserror --nitpick --keep-going
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
+# Collect a course platform's zip of downloads (Moodle, Canvas, a folder per student) into
+# _grading/submitted/<student>/<assignment>/, with each submission's time (tools/collect.py).
+collect: setup
+	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
+	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=downloads.zip A=assignment1"; exit 2; }
+	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1)
+
 # Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
-# submissions go in _grading/submitted/<student>/<assignment>/<assignment>.ipynb; scores in
-# _grading/grades.csv. Every submission runs in a sandbox (tools/grade.py; the instructor guide).
+# submissions go in _grading/submitted/<student>/<assignment>/ (make collect); scores in
+# _grading/grades.csv, what grading changed in _grading/reports/. New and resubmitted work is
+# graded; due dates and late policy in book/autograder/deadlines.toml. Every submission runs in
+# a sandbox (tools/grade.py; the instructor guide).
 grade: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(GRADE_FLAGS)

@@ -26,6 +26,13 @@ SLOW_TESTS = {
     "test_tiny_trained_copy_model_decodes_exactly",  # trains a model for 15 s
     "test_export_tool_round_trip",  # two subprocesses
     "test_console_script_translates_standard_input",  # a subprocess that loads the model
+    # tests/test_assignments*.py: those that grade a class with nbgrader (about 75 s each file)
+    "test_the_solution_scores_full_marks",
+    "test_a_bug_loses_the_points_of_its_function_only_and_is_named",
+    "test_every_submission_gets_the_grade_it_earned",
+    "test_a_resubmission_is_graded_again_and_the_rest_are_kept",
+    "test_the_instructor_is_told_what_grading_did",
+    "test_released_feedback_contains_no_line_of_any_hidden_test",
 }
 
 

@@ -31,8 +31,11 @@ and any output that quotes them (``HideHiddenTests``).
 from __future__ import annotations
 
 import argparse
+import copy
+import datetime as dt
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -41,24 +44,32 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbformat import NotebookNode
+from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
     Execute,
     GetGrades,
     IgnorePattern,
     LimitOutput,
     NbGraderPreprocessor,
+    OverwriteCells,
+    OverwriteKernelspec,
     SaveAutoGrades,
 )
-from traitlets import Bool, Integer, List, Unicode
+from traitlets import Bool, Float, Integer, List, Unicode
 
 ROOT = Path(__file__).resolve().parents[1]
+DEADLINES = ROOT / "book" / "autograder" / "deadlines.toml"
+NOTES = "reports"  # <course>/reports/<assignment>/<student>.txt: what grading changed
 NOBODY = 65534  # the uid and gid a root instructor's sandbox runs as
 # what the sandbox keeps of the grader's environment (threads, hashing, CPU kernels)
 PASSED_ENV = (
@@ -633,8 +644,242 @@ class HideHiddenTests(NbGraderPreprocessor):
         return nb, resources
 
 
+def _course_of(resources: dict) -> Path | None:
+    """The course folder of the notebook nbgrader is converting (from its path)."""
+    path = (resources.get("metadata") or {}).get("path")
+    return Path(path).resolve().parents[2] if path else None
+
+
+def note(course: Path, assignment: str, student: str, text: str) -> None:
+    """Record, for the instructor, something grading did to a student's submission."""
+    folder = course / NOTES / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{student}.txt", "a", encoding="utf-8") as f:
+        f.write(text.rstrip() + "\n")
+
+
+def _normal(source: str | None) -> str:
+    """A cell's source with whitespace folded (editors strip and re-indent)."""
+    return " ".join((source or "").split())
+
+
+def _grade_id(cell) -> str | None:
+    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+
+
+def recover_cells(
+    nb: NotebookNode, release: NotebookNode
+) -> tuple[NotebookNode, list[str]]:
+    """``nb`` with the nbgrader cells of ``release`` found again; what was done.
+
+    A submission's nbgrader metadata is lost when a student copies the cells into a
+    fresh notebook or saves it with an editor that drops it; nbgrader then finds no
+    answer and no test, and scores 0. Cells are matched to the released ones, in
+    order: by their nbgrader ``grade_id``, by cell id, by their source (locked
+    cells, with whitespace folded, or the first line of a test cell), and an answer
+    cell by its place (the first unmatched code cell after the cell released before
+    it). A matched cell gets the released metadata back. A locked cell that is
+    missing (a deleted test) is put back from the release after the cell before it,
+    so deleting a test never raises a grade; nbgrader then restores its hidden part.
+    """
+    nb = copy.deepcopy(nb)
+    ref = [c for c in release.cells if _grade_id(c)]
+    ids = [_grade_id(c) for c in ref]
+    done: list[str] = []
+    where: dict[str, int] = {}  # grade_id -> index in nb.cells
+    for i, cell in enumerate(nb.cells):
+        gid = _grade_id(cell)
+        if gid is None:
+            continue
+        if gid in ids and gid not in where:
+            where[gid] = i
+        else:  # a copied cell, or one that no longer exists
+            del cell.metadata["nbgrader"]
+            done.append(f"removed the nbgrader metadata of a copy of cell {gid}")
+    taken = set(where.values())
+
+    def claim(gid: str, i: int, how: str) -> None:
+        cell, released = nb.cells[i], ref[ids.index(gid)]
+        cell.metadata["nbgrader"] = copy.deepcopy(released.metadata["nbgrader"])
+        where[gid], _ = i, taken.add(i)
+        done.append(f"cell {gid}: nbgrader metadata recovered ({how})")
+
+    by_id = {c.get("id"): _grade_id(c) for c in ref if c.get("id")}
+    for i, cell in enumerate(nb.cells):
+        gid = by_id.get(cell.get("id"))
+        if i not in taken and gid and gid not in where:
+            if cell.cell_type == ref[ids.index(gid)].cell_type:
+                claim(gid, i, "cell id")
+    for released in ref:
+        gid, meta = _grade_id(released), released.metadata["nbgrader"]
+        if gid in where or meta.get("solution"):
+            continue
+        first = released.source.splitlines()[0] if released.source else ""
+        for i, cell in enumerate(nb.cells):
+            if i in taken or cell.cell_type != released.cell_type:
+                continue
+            same = _normal(cell.source) == _normal(released.source)
+            if same or (
+                meta.get("grade")
+                and first.startswith("# Test")
+                and cell.source.splitlines()[:1] == [first]
+            ):
+                claim(gid, i, "source")
+                break
+    for k, released in enumerate(ref):
+        gid = _grade_id(released)
+        if gid in where or not released.metadata["nbgrader"].get("solution"):
+            continue
+        before = [where[g] for g in ids[:k] if g in where]
+        after = [where[g] for g in ids[k + 1 :] if g in where]
+        low, high = (
+            (max(before) if before else -1),
+            (min(after) if after else len(nb.cells)),
+        )
+        for i in range(low + 1, high):
+            if i not in taken and nb.cells[i].cell_type == released.cell_type:
+                claim(gid, i, "place")
+                break
+        else:
+            done.append(f"cell {gid}: NO ANSWER FOUND (its tests score 0)")
+    # put back the locked cells that are missing, in the released order
+    for k, released in enumerate(ref):
+        gid = _grade_id(released)
+        if gid in where or released.metadata["nbgrader"].get("solution"):
+            continue
+        before = [where[g] for g in ids[:k] if g in where]
+        at = max(before) + 1 if before else 0
+        cell = copy.deepcopy(released)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cell["id"] = f"restored-{gid}"[:64]
+        nb.cells.insert(at, cell)
+        where = {g: (i + 1 if i >= at else i) for g, i in where.items()}
+        where[gid] = at
+        taken = set(where.values())
+        if released.metadata["nbgrader"].get("grade"):
+            done.append(f"cell {gid}: missing (deleted?), put back from the release")
+    return nb, done
+
+
+def _release_of(resources: dict) -> NotebookNode | None:
+    course, ids = _course_of(resources), resources.get("nbgrader") or {}
+    if course is None or not ids.get("assignment") or not ids.get("notebook"):
+        return None
+    path = course / "release" / ids["assignment"] / f"{ids['notebook']}.ipynb"
+    return nbformat.read(path, as_version=4) if path.is_file() else None
+
+
+class RecoverCells(NbGraderPreprocessor):
+    """Before nbgrader's checks: lost metadata recovered, deleted tests put back."""
+
+    def preprocess(self, nb, resources):
+        release = _release_of(resources)
+        if release is None:
+            return nb, resources
+        nb, done = recover_cells(nb, release)
+        ids = resources["nbgrader"]
+        for text in done:
+            note(_course_of(resources), ids["assignment"], ids["student"], text)
+        return nb, resources
+
+
+class RestoreCells(OverwriteCells):
+    """nbgrader's OverwriteCells, which says only what a student changed.
+
+    Every test cell differs from the gradebook's by its hidden tests, which nbgrader
+    reports as a changed checksum (one warning per test cell per student). Here a
+    cell that is as released restores silently; an edited one is noted for the
+    instructor, with the student's name, and restored as nbgrader does.
+    """
+
+    def preprocess(self, nb, resources):
+        release = _release_of(resources)
+        cells = release.cells if release is not None else []
+        self._released = {_grade_id(c): c.source for c in cells if _grade_id(c)}
+        self._resources = resources
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        gid = _grade_id(cell)
+        released = self._released.get(gid)
+        self._as_released = released is not None and (
+            _normal(released) == _normal(cell.source)
+            or cell.get("id", "").startswith("restored-")
+        )
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and self._as_released:
+            return
+        ids, course = self._resources["nbgrader"], _course_of(self._resources)
+        what = "edited" if attr == "checksum" else f"changed its {attr}"
+        text = f"cell {name}: {what}; restored from the source"
+        if course is not None:
+            note(course, ids["assignment"], ids["student"], text)
+        else:
+            self.log.warning("%s: %s", ids.get("student"), text)
+
+
+class LatePolicy(LateSubmissionPlugin):
+    """A late submission loses ``per_day`` of its score per day (or part of a day)
+    late, after ``grace_minutes``; after ``max_days`` days it scores 0."""
+
+    per_day = Float(0.0, help="fraction of the score lost per day late").tag(
+        config=True
+    )
+    max_days = Float(math.inf, help="days after which it scores 0").tag(config=True)
+    grace_minutes = Float(0.0, help="minutes late that cost nothing").tag(config=True)
+
+    def late_submission_penalty(self, student_id, score, total_seconds_late):
+        if total_seconds_late <= self.grace_minutes * 60:
+            return 0.0
+        days = total_seconds_late / 86400
+        if days > self.max_days:
+            return score
+        return min(score, score * self.per_day * math.ceil(days))
+
+
+def read_deadlines(path: Path, assignment: str) -> tuple[dt.datetime | None, dict]:
+    """The due date (UTC, or None) of ``assignment`` and the late policy, from ``path``.
+
+    See book/autograder/deadlines.toml.
+    """
+    if not path.is_file():
+        return None, {}
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: {err}") from None
+    late = config.get("late", {})
+    unknown = set(late) - {"per_day", "max_days", "grace_minutes"}
+    if unknown:
+        expected = "per_day, max_days, grace_minutes"
+        raise ValueError(f"{path}: [late] expects {expected}, got {sorted(unknown)}")
+    due = config.get("due", {}).get(assignment)
+    if due is None:
+        return None, late
+    if isinstance(due, dt.date) and not isinstance(due, dt.datetime):
+        due = dt.datetime.combine(due, dt.time(23, 59, 59))
+    if not isinstance(due, dt.datetime):
+        expected = "a TOML date-time such as 2027-02-09T09:00:00Z"
+        raise ValueError(f"{path}: due.{assignment} must be {expected}, got {due!r}")
+    if due.tzinfo is not None:
+        due = due.astimezone(dt.UTC).replace(tzinfo=None)
+    return due, late
+
+
 def configure(c) -> None:
     """Set nbgrader's config ``c`` (a course's nbgrader_config.py) to use sandboxes."""
+    c.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        RecoverCells,
+        RestoreCells,
+        CheckCellMetadata,
+    ]
+    c.AssignLatePenalties.plugin_class = LatePolicy
     c.Autograde.autograde_preprocessors = [
         SandboxedExecute,
         IgnorePattern,
@@ -651,8 +896,11 @@ def configure(c) -> None:
     ]
 
 
-def nbgrader(*args: str, course: Path, quiet: bool = False) -> None:
-    """Run nbgrader in ``course`` with this Python (and its ``alembic``)."""
+def nbgrader(*args: str, course: Path, quiet: bool = False, check: bool = True) -> str:
+    """Run nbgrader in ``course`` with this Python (and its ``alembic``).
+
+    Returns its output when ``quiet``; ``check``: raise RuntimeError if it fails.
+    """
     env = dict(
         os.environ,
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -664,9 +912,11 @@ def nbgrader(*args: str, course: Path, quiet: bool = False) -> None:
         capture_output=quiet,
         text=True,
     )
-    if done.returncode != 0:
+    output = f"{done.stdout or ''}{done.stderr or ''}"
+    if done.returncode != 0 and check:
         detail = f":\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}" if quiet else ""
         raise RuntimeError(f"nbgrader {' '.join(args)} failed{detail}")
+    return output if done.returncode == 0 else f"FAILED\n{output}"
 
 
 def links_in_submissions(course: Path, assignment: str) -> list[Path]:
@@ -680,6 +930,131 @@ def links_in_submissions(course: Path, assignment: str) -> list[Path]:
             paths = [Path(here) / name for name in dirs + files]
             found += [path for path in paths if path.is_symlink()]
     return found
+
+
+COPY_SUFFIX = re.compile(r"(\s*\(\d+\)|[-_ ]\d{1,2}|[-_ ]?copy\d*|[-_ ]?kopie)$", re.I)
+
+
+def _name_variants(stem: str) -> set[str]:
+    """``stem`` and what is left of it without the copy marks a download or a platform
+    adds ('assignment1 (1)', 'assignment1-2', 'Assignment1 copy'), letters and
+    digits only, lower case."""
+    names, stem = {stem}, stem.strip()
+    for _ in range(3):
+        stem = COPY_SUFFIX.sub("", stem).strip()
+        names.add(stem)
+    return {re.sub(r"[^a-z0-9]", "", n.lower()) for n in names}
+
+
+def match_notebook(folder: Path, expected: str) -> tuple[Path | None, str]:
+    """The notebook in ``folder`` that stands for ``expected``.ipynb, and why, in words.
+
+    The exact name, else the one notebook whose name is ``expected`` up to case,
+    spaces and a copy mark, else the only notebook there is; of several candidates,
+    the newest. None (and what was found) when nothing fits.
+    """
+    exact = folder / f"{expected}.ipynb"
+    if exact.is_file():
+        return exact, ""
+    notebooks = sorted(
+        p for p in folder.glob("*.ipynb") if p.is_file() and not p.is_symlink()
+    )
+    target = re.sub(r"[^a-z0-9]", "", expected.lower())
+    matches = [p for p in notebooks if target in _name_variants(p.stem)]
+    if not matches and len(notebooks) == 1:
+        return notebooks[
+            0
+        ], f"the only notebook, {notebooks[0].name!r}, graded as {exact.name}"
+    if not matches:
+        found = ", ".join(repr(p.name) for p in notebooks) or "no notebook"
+        return None, f"NOT GRADED: no {exact.name} in the submission (found {found})"
+    newest = max(matches, key=lambda p: (p.stat().st_mtime, p.name))
+    text = f"{newest.name!r} graded as {exact.name}"
+    if len(matches) > 1:
+        others = ", ".join(repr(p.name) for p in matches if p != newest)
+        text += f" (the newest; also found {others})"
+    return newest, text
+
+
+def expected_notebooks(course: Path, assignment: str) -> list[str]:
+    """The notebooks of ``assignment``, by name without .ipynb."""
+    for stage in ("release", "source"):
+        names = sorted(p.stem for p in (course / stage / assignment).glob("*.ipynb"))
+        if names:
+            return names
+    return []
+
+
+def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
+    """Give each submitted notebook its expected name; {student: what was done}.
+
+    A notebook that is not valid JSON is set aside as ``NAME.ipynb.unreadable``, so
+    that nbgrader scores it 0 and grades the others.
+    """
+    done: dict[str, list[str]] = {}
+    expected = expected_notebooks(course, assignment)
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        for name in expected:
+            path, text = match_notebook(folder, name)
+            if text:
+                done.setdefault(student, []).append(text)
+            if path is None:
+                continue
+            target = folder / f"{name}.ipynb"
+            if path != target:
+                path.rename(target)
+            try:
+                nbformat.read(target, as_version=4)
+            except Exception as err:  # nbformat raises several kinds
+                target.rename(target.with_name(target.name + ".unreadable"))
+                why = f"{type(err).__name__}: {str(err)[:200]}"
+                done.setdefault(student, []).append(
+                    f"NOT GRADED: {target.name} is not a readable notebook ({why})"
+                )
+    return done
+
+
+def _digest(folder: Path, extra: str) -> str:
+    """What a submission's grade depends on: its files, and ``extra``."""
+    import hashlib
+
+    h = hashlib.sha256(extra.encode())
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def stale_submissions(
+    course: Path, assignment: str, extra: str, force: bool
+) -> tuple[list[str], dict[str, str]]:
+    """The students to grade (again): new, resubmitted, or all with ``force``.
+
+    Their old results are removed, so that nbgrader grades them; nbgrader alone
+    skips a student already graded unless the submission's timestamp.txt is newer.
+    Returns them and every student's digest.
+    """
+    state_path = course / NOTES / assignment / "graded.json"
+    state = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    digests, stale = {}, []
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        digests[student] = _digest(folder, extra)
+        autograded = course / "autograded" / student / assignment
+        if force or state.get(student) != digests[student] or not autograded.is_dir():
+            stale.append(student)
+            for stage in ("autograded", "feedback"):
+                shutil.rmtree(course / stage / student / assignment, ignore_errors=True)
+            (course / NOTES / assignment / f"{student}.txt").unlink(missing_ok=True)
+    return stale, digests
+
+
+def set_due_date(course: Path, assignment: str, due: dt.datetime | None) -> None:
+    """Store ``assignment``'s due date (UTC; None: none) in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment(assignment, duedate=due)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -731,6 +1106,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="show nbgrader's log only on failure",
     )
+    parser.add_argument(
+        "--deadlines",
+        type=Path,
+        default=DEADLINES,
+        help="due dates and late policy (book/autograder/deadlines.toml)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="grade every submission again, changed or not",
+    )
     args = parser.parse_args(argv)
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").is_file():
@@ -761,6 +1147,11 @@ def main(argv: list[str] | None = None) -> int:
         if short:
             print(short, file=sys.stderr)
             return 2
+    try:
+        due, late = read_deadlines(args.deadlines, args.assignment)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
     flags = [
         f"--SandboxedExecute.sandbox={not args.unsandboxed}",
         f"--SandboxedExecute.timeout={args.cell_timeout}",
@@ -769,15 +1160,41 @@ def main(argv: list[str] | None = None) -> int:
         f"--SandboxedExecute.processes={args.processes}",
     ]
     flags += [f"--SandboxedExecute.read_only={Path(d).resolve()}" for d in args.data]
+    flags += [f"--LatePolicy.{key}={value}" for key, value in sorted(late.items())]
+    notes = prepare_submissions(course, args.assignment)
+    # a new due date, policy or limit changes every grade: grade everyone again
+    settings = json.dumps([str(due), late, flags], sort_keys=True)
+    stale, digests = stale_submissions(course, args.assignment, settings, args.force)
+    for student, texts in notes.items():
+        if student in stale:
+            for text in texts:
+                note(course, args.assignment, student, text)
     try:
-        nbgrader(
+        set_due_date(course, args.assignment, due)
+        log = nbgrader(
             "autograde",
             args.assignment,
             "--create",
             *flags,
             course=course,
             quiet=args.quiet,
+            check=False,
         )
+        reports = course / NOTES / args.assignment
+        reports.mkdir(parents=True, exist_ok=True)
+        (reports / "autograde.log").write_text(log)
+        graded = {}
+        where = f"its log: {reports / 'autograde.log'}" if args.quiet else "log above"
+        for student, digest in digests.items():
+            folder = course / "autograded" / student / args.assignment
+            if any(folder.glob("*.ipynb")):
+                graded[student] = digest
+            elif student in stale and not any(
+                "NOT GRADED" in t for t in notes.get(student, [])
+            ):
+                why = f"nbgrader could not grade it ({where})"
+                note(course, args.assignment, student, f"NOT GRADED: {why}")
+        (reports / "graded.json").write_text(json.dumps(graded, indent=1))
         nbgrader("export", course=course, quiet=args.quiet)
         if args.feedback:
             nbgrader(
@@ -790,13 +1207,32 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as err:
         print(err, file=sys.stderr)
         return 1
+    failed = report(course, args.assignment, stale, due)
     wrote = f"grades: {course / 'grades.csv'}"
     if args.feedback:
         wrote += f"; feedback: {course / 'feedback'}"
     print(wrote)
     if args.unsandboxed:
         print("(graded WITHOUT a sandbox)", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
+
+
+def report(course: Path, assignment: str, graded: list[str], due) -> list[str]:
+    """Print what grading did to each submission; return the students not graded."""
+    folder = course / NOTES / assignment
+    failed = []
+    lines = [f"{assignment}: {len(graded)} submission(s) graded (new or changed)"]
+    if due is not None:
+        lines[0] += f", due {due:%Y-%m-%d %H:%M} UTC"
+    for path in sorted(folder.glob("*.txt")):
+        texts = path.read_text(encoding="utf-8").splitlines()
+        if any(t.startswith("NOT GRADED") for t in texts):
+            failed.append(path.stem)
+        lines += [f"  {path.stem}: {t}" for t in texts]
+    if failed:
+        lines.append(f"NOT GRADED (scored 0): {', '.join(failed)}")
+    print("\n".join(lines), file=sys.stderr if failed else sys.stdout)
+    return failed
 
 
 if __name__ == "__main__":
