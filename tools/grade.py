@@ -2,7 +2,30 @@
 
     python tools/grade.py assignment1                # `make grade A=assignment1`
     python tools/grade.py assignment1 --feedback     # and feedback, hidden tests out
+    python tools/grade.py assignment1 --force        # everyone again, changed or not
     python tools/grade.py assignment1 --unsandboxed  # NO sandbox: own notebooks only
+
+What a class hands in, ``make collect`` (tools/collect.py) puts in
+``<course>/submitted/<student>/<assignment>/``. Before nbgrader runs, each
+submission is made gradable, and whatever was done is written, per student, to
+``<course>/reports/<assignment>/<student>.txt`` and printed at the end:
+
+* a misnamed notebook (``assignment1 (1).ipynb``, ``Assignment1.ipynb``, the only
+  notebook there is) is renamed to the assignment's; with none that fits, or an
+  unreadable one, the student is named as NOT GRADED (scored 0) and the others
+  are graded as usual;
+* a submission is graded again when its files changed (a resubmission: the newest
+  counts), or when a due date, the late policy or a limit changed; the others keep
+  their grades (nbgrader alone skips any student already graded);
+* the due date and the late policy come from one file,
+  book/autograder/deadlines.toml (``--deadlines``): the due date goes into the
+  gradebook and ``LatePolicy`` takes off the late penalty;
+* cells whose nbgrader metadata was stripped (copied into a fresh notebook) get it
+  back, matched by grade id, cell id, source or place (``recover_cells``); a
+  deleted test cell is put back from the release and an edited one restored, so
+  neither raises a grade, and both are reported (``RecoverCells``,
+  ``RestoreCells``, which also keeps nbgrader from warning about every test cell
+  whose hidden tests it restores).
 
 Grading runs the students' code. nbgrader alone runs it as the instructor, in the
 course folder, next to the assignment's source (every solution and hidden test), the
@@ -617,7 +640,7 @@ class HideHiddenTests(NbGraderPreprocessor):
     """
 
     # nbconvert's exporter sets it on every preprocessor
-    display_data_priority = List([])
+    display_data_priority = List([]).tag(config=True)
 
     def preprocess(self, nb, resources):
         hidden = set()
@@ -1200,7 +1223,6 @@ def main(argv: list[str] | None = None) -> int:
             nbgrader(
                 "generate_feedback",
                 args.assignment,
-                "--force",
                 course=course,
                 quiet=args.quiet,
             )
