@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .vocab import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID  # noqa: F401 (re-exported)
+
 if TYPE_CHECKING:  # only for the annotations: tokenizers is imported when it is used
     from tokenizers import Tokenizer
-
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 MULTI30K_SHA256 = {

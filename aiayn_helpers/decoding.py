@@ -35,8 +35,13 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from ._checks import check_int_in_range, check_non_negative_number, check_positive_int, check_token_ids
-from .data import BOS_ID, EOS_ID
+from ._checks import (
+    check_int_in_range,
+    check_non_negative_number,
+    check_positive_int,
+    check_token_ids,
+)
+from .vocab import BOS_ID, EOS_ID
 
 __all__ = ["greedy_decode", "beam_search", "length_penalty_gnmt", "score_hypotheses"]
 
@@ -55,7 +60,13 @@ def length_penalty_gnmt(length: torch.Tensor | int, alpha: float) -> torch.Tenso
 
 # -- input checks (once per call, never per step) -------------------------------------
 def _check_inputs(model: object, src: object, bos_id: int, eos_id: int) -> None:
-    for attr in ("encode", "next_token_logits", "pad_id", "tgt_vocab_size", "src_vocab_size"):
+    for attr in (
+        "encode",
+        "next_token_logits",
+        "pad_id",
+        "tgt_vocab_size",
+        "src_vocab_size",
+    ):
         if not hasattr(model, attr):
             raise ValueError(
                 f"model must be an encoder-decoder like aiayn_helpers.Transformer with .{attr}, "
@@ -223,137 +234,131 @@ def beam_search(
     vocab = model.tgt_vocab_size
     if vocab - 3 < beam_size:  # <pad>, <bos> and <eos> never continue a beam
         raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
-    limits = _limits(model, src, max_new_tokens).tolist()
+    limits = _limits(model, src, max_new_tokens)
     with _EvalMode(model):
-        finished = _beam_search(model, src, beam_size, limits, bos_id, eos_id, length_penalty, use_cache)
-    best = [hyps[0] for hyps in finished]  # kept sorted, best first; the earlier of equal scores
-    out = [hyp for _, hyp in best]
+        ids = (bos_id, eos_id)
+        best = _beam_search(model, src, beam_size, limits, ids, length_penalty, use_cache)
+    # the best finished hypothesis of each sentence, read back once
+    tokens, lengths, scores = (t.tolist() for t in best)
+    out = [row[:n] for row, n in zip(tokens, lengths, strict=True)]
     if return_scores:
-        return out, [score for score, _ in best]
+        return out, scores
     return out
-
-
-Finished = list[tuple[float, list[int]]]  # one sentence's finished hypotheses, (score, ids), best first
 
 
 def _beam_search(
     model: nn.Module,
     src: torch.Tensor,
     k: int,
-    limits: list[int],
-    bos_id: int,
-    eos_id: int,
+    limits: torch.Tensor,
+    bos_eos: tuple[int, int],
     alpha: float,
     use_cache: bool,
-) -> list[Finished]:
-    """The search itself, on checked inputs; returns each sentence's finished hypotheses."""
-    batch, vocab, device = src.shape[0], model.tgt_vocab_size, src.device
-    finished: list[Finished] = [[] for _ in range(batch)]
-    memory, src_mask = model.encode(src)  # encode once ...
-    # ... then treat (sentence, beam) pairs as one batch of n_active * k rows.
-    active = list(range(batch))  # sentences still being decoded
-    memory, src_mask = memory.repeat_interleave(k, dim=0), src_mask.repeat_interleave(k, dim=0)
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The search itself, on checked inputs; one host synchronisation per step.
+
+    Returns each sentence's best finished hypothesis, on the device: ``(batch, L)`` ids
+    padded with ``model.pad_id``, their lengths and their penalised scores, ``(batch,)``
+    each. The bookkeeping stays on the device (``fin``, see :func:`_keep_best`).
+    """
+    bos_id, eos_id = bos_eos
+    batch, device = src.shape[0], src.device
+    vocab, pad_id = model.tgt_vocab_size, model.pad_id
+    longest = int(limits.max())  # (a host synchronisation, once)
+    # encode once, then treat (sentence, beam) pairs as one batch of n * k rows
+    memory, src_mask = (t.repeat_interleave(k, dim=0) for t in model.encode(src))
     cache = model.init_cache(memory, src_mask) if use_cache else None
     seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
-    # Only beam 0 is real at the start, so that the k beams do not all pick the same tokens.
-    scores = torch.full((batch, k), float("-inf"), dtype=torch.float64, device=device)
+    # Only beam 0 is real at the start, so that the k beams do not pick the same tokens.
+    inf = float("-inf")
+    scores = torch.full((batch, k), inf, dtype=torch.float64, device=device)
     scores[:, 0] = 0.0
-    step = 0
-    while active:
-        step += 1
-        n = len(active)
+    fin = (  # each sentence's finished hypotheses: scores, ids, lengths
+        torch.full((batch, k), inf, dtype=torch.float64, device=device),
+        torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device),
+        torch.zeros((batch, k), dtype=torch.long, device=device),
+    )
+    active = torch.arange(batch, device=device)  # the sentence of each open row group
+    for step in range(1, longest + 1):
+        n = active.shape[0]
         logits = model.next_token_logits(seqs, memory, src_mask, cache)  # (n * k, V)
-        logp = _next_log_probs(logits.double(), model.pad_id, bos_id).view(n, k, vocab)
+        logp = _next_log_probs(logits.double(), pad_id, bos_id).view(n, k, vocab)
         cand = (scores[:, :, None] + logp).view(n, k * vocab)  # (n, k * V)
         top_scores, top_idx = cand.topk(2 * k, dim=1)  # (n, 2k), sorted best first
         top_beam, top_tok = top_idx // vocab, top_idx % vocab
+        top_row = torch.arange(n, device=device)[:, None] * k + top_beam  # their rows
         is_eos = top_tok == eos_id
-        penalty = float(length_penalty_gnmt(step, alpha))
-
-        # 1) finished hypotheses: <eos> candidates ranked within the best k
-        _finish_eos_candidates(finished, active, seqs, top_scores, top_beam, is_eos, penalty, k)
-
+        penalty = length_penalty_gnmt(step, alpha)  # a CPU scalar: no synchronisation
+        # 1) finished hypotheses: the <eos> candidates ranked within the best k
+        eos_scores = torch.where(is_eos[:, :k], top_scores[:, :k] / penalty, inf)
+        eos_ids = seqs[top_row[:, :k], 1:]  # (n, k, step - 1): their prefixes
         # 2) the new beams: the best k candidates that do not end in <eos>
-        # (at most k of the 2k candidates end in <eos>, one per beam, so k remain)
-        order = torch.sort(is_eos.long(), dim=1, stable=True).indices[:, :k]  # non-eos first, by rank
+        # (at most k of the 2k candidates end in <eos>, one per beam, so k remain);
+        # a stable sort puts the others first, in rank order
+        order = torch.sort(is_eos.long(), dim=1, stable=True).indices[:, :k]
         scores = top_scores.gather(1, order)
-        parent = (torch.arange(n, device=device)[:, None] * k + top_beam.gather(1, order)).view(-1)  # (n * k,)
-        seqs = torch.cat([seqs[parent], top_tok.gather(1, order).view(-1, 1)], dim=1)  # each row extends its parent
-        if cache is not None:
-            cache = cache.index_select(parent)  # ... and inherits its parent's keys and values
-
-        # 3) drop the sentences that are done from the batch
-        keep = _open_sentences(finished, active, seqs, scores, limits, step, penalty, k)
-        if len(keep) < n:  # every per-row input of the decoder follows: memory, src_mask, seqs, cache
-            idx = torch.tensor(keep, dtype=torch.long, device=device)
-            rows = (idx[:, None] * k + torch.arange(k, device=device)).view(-1)
-            active = [active[i] for i in keep]
-            memory, src_mask, seqs, scores = memory[rows], src_mask[rows], seqs[rows], scores[idx]
+        parent = top_row.gather(1, order).view(-1)  # (n * k,)
+        # each row extends its parent ...
+        seqs = torch.cat([seqs[parent], top_tok.gather(1, order).view(-1, 1)], dim=1)
+        if cache is not None:  # ... and inherits its parent's keys and values
+            cache.reorder(parent, cross=False)
+        # 3) a sentence out of budget finishes its open beams as they are (no <eos>)
+        at_limit = limits[active] <= step  # (n,)
+        cut_scores = torch.where(at_limit[:, None], scores / penalty, inf)
+        cut_ids = seqs[:, 1:].view(n, k, step)
+        # 4) each sentence keeps its k best finished hypotheses
+        new = [(eos_scores, eos_ids, step - 1), (cut_scores, cut_ids, step)]
+        kept = _keep_best(*fin, active, new, pad_id)  # (n, k)
+        # 5) a sentence is done at its limit, or when it holds k finished hypotheses
+        # and its best open beam, penalised now, scores no better than the worst
+        worst = kept[:, k - 1]
+        done = at_limit | ((worst > inf) & (scores[:, 0] / penalty <= worst))
+        n_open = int((~done).sum())  # the one host synchronisation of the step
+        if n_open == 0:
+            break
+        if n_open < n:
+            # drop the done sentences; every per-row input of the decoder follows
+            keep = done.to(torch.uint8).sort(stable=True).indices[:n_open]  # in order
+            rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
+            active, scores = active[keep], scores[keep]
+            memory, src_mask, seqs = memory[rows], src_mask[rows], seqs[rows]
             if cache is not None:
-                cache = cache.index_select(rows)
-    return finished
+                cache.reorder(rows)
+    return fin[1][:, 0], fin[2][:, 0], fin[0][:, 0]
 
 
-def _finish_eos_candidates(
-    finished: list[Finished],
-    active: list[int],
-    seqs: torch.Tensor,
-    top_scores: torch.Tensor,
-    top_beam: torch.Tensor,
-    is_eos: torch.Tensor,
-    penalty: float,
-    k: int,
-) -> None:
-    """Add the ``<eos>`` extensions ranked within the best ``k`` to their sentence's finished list."""
-    # (the bookkeeping runs on Python lists: one device-to-host copy per step, not per hypothesis)
-    eos_at = torch.nonzero(is_eos[:, :k]).tolist()
-    if not eos_at:
-        return
-    top_scores_l, top_beam_l, seqs_l = top_scores.tolist(), top_beam.tolist(), seqs[:, 1:].tolist()
-    for i, j in eos_at:
-        if top_scores_l[i][j] > float("-inf"):
-            prefix = seqs_l[i * k + top_beam_l[i][j]]
-            _add_finished(finished[active[i]], top_scores_l[i][j] / penalty, prefix, k)
+def _keep_best(
+    fin_scores: torch.Tensor,
+    fin_ids: torch.Tensor,
+    fin_lengths: torch.Tensor,
+    active: torch.Tensor,
+    new: list[tuple[torch.Tensor, torch.Tensor, int]],
+    pad_id: int,
+) -> torch.Tensor:
+    """Merge new finished hypotheses into the sentences' ``k`` best, in place.
 
-
-def _open_sentences(
-    finished: list[Finished],
-    active: list[int],
-    seqs: torch.Tensor,
-    scores: torch.Tensor,
-    limits: list[int],
-    step: int,
-    penalty: float,
-    k: int,
-) -> list[int]:
-    """Positions in ``active`` of the sentences still open after ``step``.
-
-    A sentence is done when no open beam can beat its ``k`` finished hypotheses, or when
-    it is out of budget: its open beams are then finished as they are (cut off, no ``<eos>``).
+    ``fin_scores`` ``(batch, k)``, ``fin_ids`` ``(batch, k, L)`` and ``fin_lengths``
+    ``(batch, k)`` hold every sentence's finished hypotheses, best first (``-inf``: an
+    empty slot); ``active`` ``(n,)`` names the sentences that ``new`` extends: a list
+    of ``(scores (n, m), ids (n, m, length), length)``, ``-inf`` for no hypothesis;
+    ``pad_id`` pads the ids to ``L``.
+    The stable sort keeps equal scores in the order they came, the older first.
+    Returns the kept scores of the ``active`` sentences, ``(n, k)``.
     """
-    keep = []
-    scores_l = scores.tolist()
-    seqs_l = None
-    for i, b in enumerate(active):
-        if step >= limits[b]:
-            seqs_l = seqs[:, 1:].tolist() if seqs_l is None else seqs_l
-            for j in range(k):
-                if scores_l[i][j] > float("-inf"):
-                    _add_finished(finished[b], scores_l[i][j] / penalty, seqs_l[i * k + j], k)
-            continue
-        if len(finished[b]) >= k and scores_l[i][0] / penalty <= finished[b][-1][0]:
-            continue
-        keep.append(i)
-    return keep
-
-
-def _add_finished(hyps: Finished, score: float, ids: list[int], k: int) -> None:
-    """Insert ``(score, ids)`` into ``hyps``, kept sorted best first and at most ``k`` long."""
-    if len(hyps) == k and score <= hyps[-1][0]:
-        return
-    position = next((p for p, (s, _) in enumerate(hyps) if score > s), len(hyps))
-    hyps.insert(position, (score, ids))
-    del hyps[k:]
+    k, longest = fin_ids.shape[1:]
+    scores = torch.cat([fin_scores[active]] + [s for s, _, _ in new], dim=1)
+    ids = [fin_ids[active]]
+    lengths = [fin_lengths[active]]
+    for s, i, length in new:
+        ids.append(nn.functional.pad(i, (0, longest - length), value=pad_id))
+        lengths.append(torch.full_like(s, length, dtype=torch.long))
+    best = scores.sort(dim=1, descending=True, stable=True).indices[:, :k]  # (n, k)
+    kept = scores.gather(1, best)
+    fin_scores[active] = kept
+    fin_lengths[active] = torch.cat(lengths, dim=1).gather(1, best)
+    rows = best[:, :, None].expand(-1, -1, longest)
+    fin_ids[active] = torch.cat(ids, dim=1).gather(1, rows)
+    return kept
 
 
 # -- scoring ----------------------------------------------------------------------------

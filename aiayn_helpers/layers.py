@@ -132,48 +132,45 @@ class DecoderLayer(nn.Module):
         )
         return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first)
 
-    def step(
-        self,
-        x: torch.Tensor,
-        past: tuple[torch.Tensor, torch.Tensor],
-        cross: tuple[torch.Tensor, torch.Tensor],
-        memory_mask: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    def step(self, x: torch.Tensor, cache: KVCache, index: int) -> torch.Tensor:
         """:meth:`forward` for one new position, with a key/value cache (chapter 8).
 
-        ``x`` ``(batch, 1, d_model)`` is the new position; ``past`` the self-attention keys
-        and values ``(batch, heads, t, d_k)`` of the ``t`` positions before it; ``cross``
-        the cross-attention keys and values ``(batch, heads, S, d_k)`` of the memory.
-        Returns the layer's output ``(batch, 1, d_model)`` and ``past`` with the new
-        position appended. No causal mask is needed: every cached position comes before.
+        ``x`` ``(batch, 1, d_model)`` is the new position, ``cache`` holds layer
+        ``index``'s self-attention keys and values of the positions before it and its
+        cross-attention keys and values of the memory. The new position's key and value
+        are appended to the cache. Returns the layer's output ``(batch, 1, d_model)``.
+        No causal mask is needed: every cached position comes before.
         """
-        grown = []
 
         def self_attention(h: torch.Tensor) -> torch.Tensor:
-            k, v = self.self_attn.project_kv(h, h)
-            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-            grown.append((k, v))
+            k, v = cache.append(index, *self.self_attn.project_kv(h, h))
             return self.self_attn.attend(h, k, v)
 
+        def cross_attention(h: torch.Tensor) -> torch.Tensor:
+            k, v = cache.cross_k[index], cache.cross_v[index]
+            return self.cross_attn.attend(h, k, v, cache.memory_mask)
+
         x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
-        x = residual(
-            x, lambda h: self.cross_attn.attend(h, *cross, memory_mask), self.norm2, self.dropout2, self.norm_first
-        )
-        return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first), grown[0]
+        x = residual(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
+        return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first)
 
 
 @dataclasses.dataclass
 class KVCache:
     """The keys and values a decoder has computed, kept between decoding steps (chapter 8).
 
-    One entry per decoder layer, each ``(batch, heads, ., d_k)``:
+    The one object that holds a decoder's cache. One entry per decoder layer, each
+    ``(batch, heads, ., d_k)``:
 
-    * ``self_k``, ``self_v``: the masked self-attention's keys and values of the ``length``
-      positions generated so far; every step appends one position;
+    * ``self_k``, ``self_v``: the masked self-attention's keys and values of the
+      ``length`` positions generated so far; every step appends one position
+      (:meth:`append`);
     * ``cross_k``, ``cross_v``: the cross-attention's keys and values of the encoder
-      output ``(batch, heads, S, d_k)``, computed once;
+      output ``(batch, heads, S, d_k)``, computed once per sentence
+      (:meth:`from_memory`);
 
-    and ``memory_mask`` ``(batch, 1, 1, S)``, the source padding mask. Built by
+    and ``memory_mask`` ``(batch, 1, 1, S)``, the source padding mask. Beam search
+    reorders it with its beams (:meth:`reorder`); :attr:`nbytes` is its size. Built by
     :meth:`aiayn_helpers.Transformer.init_cache`.
     """
 
@@ -182,6 +179,23 @@ class KVCache:
     cross_k: list[torch.Tensor]
     cross_v: list[torch.Tensor]
     memory_mask: torch.Tensor
+
+    @classmethod
+    def from_memory(
+        cls,
+        decoder: Decoder,
+        memory: torch.Tensor,
+        memory_mask: torch.Tensor,
+    ) -> KVCache:
+        """An empty cache for ``decoder``: the cross-attention keys and values of every
+        layer are projected from ``memory`` ``(batch, S, d_model)`` here, once."""
+        batch = memory.shape[0]
+        cross = [lay.cross_attn.project_kv(memory, memory) for lay in decoder.layers]
+        attns = [layer.self_attn for layer in decoder.layers]
+        empty_k = [memory.new_zeros(batch, a.num_heads, 0, a.d_k) for a in attns]
+        empty_v = [memory.new_zeros(batch, a.num_heads, 0, a.d_v) for a in attns]
+        cross_k, cross_v = [k for k, _ in cross], [v for _, v in cross]
+        return cls(empty_k, empty_v, cross_k, cross_v, memory_mask)
 
     @property
     def length(self) -> int:
@@ -192,6 +206,13 @@ class KVCache:
     def batch_size(self) -> int:
         return self.memory_mask.shape[0]
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by every tensor of the cache (keys, values and the mask)."""
+        tensors = self.self_k + self.self_v + self.cross_k + self.cross_v
+        tensors.append(self.memory_mask)
+        return sum(t.numel() * t.element_size() for t in tensors)
+
     def numel_per_sequence(self) -> int:
         """Numbers the self-attention cache holds per sequence: 2 * layers * length * d_model."""
         return sum(t[0].numel() for t in self.self_k + self.self_v)
@@ -200,16 +221,50 @@ class KVCache:
         """Numbers the cross-attention cache holds per sequence: 2 * layers * S * d_model."""
         return sum(t[0].numel() for t in self.cross_k + self.cross_v)
 
+    def append(
+        self,
+        layer: int,
+        k: torch.Tensor,
+        v: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append one step's keys and values ``(batch, heads, 1, d_k)`` to the
+        self-attention cache of layer ``layer``; returns that layer's keys and values,
+        the new position included."""
+        self.self_k[layer] = torch.cat([self.self_k[layer], k], dim=2)
+        self.self_v[layer] = torch.cat([self.self_v[layer], v], dim=2)
+        return self.self_k[layer], self.self_v[layer]
+
+    def reorder(self, index: torch.Tensor, *, cross: bool = True) -> KVCache:
+        """Keep the sequences ``index`` (``(n,)`` long, on the cache's device), in that
+        order, in place; returns the cache.
+
+        Beam search calls it at every step with each new beam's parent (a beam inherits
+        its parent's keys and values) and when it drops finished sentences. A parent is
+        always a beam of the same sentence, whose cross-attention keys and values are
+        the same: ``cross=False`` then leaves those (and the mask) as they are.
+        """
+        if not isinstance(index, torch.Tensor):
+            got = type(index).__name__
+            raise ValueError(f"index must be a 1-D integer tensor, got {got}")
+        if index.dim() != 1 or index.dtype not in (torch.long, torch.int):
+            raise ValueError(
+                "index must be a 1-D tensor of int64 (or int32) rows, got "
+                f"dtype {index.dtype}, shape {tuple(index.shape)}"
+            )
+        self.self_k = [t.index_select(0, index) for t in self.self_k]
+        self.self_v = [t.index_select(0, index) for t in self.self_v]
+        if cross:
+            self.cross_k = [t.index_select(0, index) for t in self.cross_k]
+            self.cross_v = [t.index_select(0, index) for t in self.cross_v]
+            self.memory_mask = self.memory_mask.index_select(0, index)
+        return self
+
     def index_select(self, rows: torch.Tensor) -> KVCache:
-        """The cache of the sequences ``rows`` (``(n,)`` long), in that order: beam search
-        reorders it with its beams and drops finished sentences with it."""
-
-        def pick(ts: list[torch.Tensor]) -> list[torch.Tensor]:
-            return [t.index_select(0, rows) for t in ts]
-
-        return KVCache(
-            pick(self.self_k), pick(self.self_v), pick(self.cross_k), pick(self.cross_v), self.memory_mask[rows]
-        )
+        """A new cache of the sequences ``rows`` (``(n,)`` long), in that order; this
+        one is left as it is (:meth:`reorder` changes it in place)."""
+        lists = self.self_k[:], self.self_v[:], self.cross_k[:], self.cross_v[:]
+        copy = KVCache(*lists, self.memory_mask)
+        return copy.reorder(rows)
 
 
 class _LayerStack(nn.Module):
@@ -278,17 +333,10 @@ class Decoder(_LayerStack):
 
     def init_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor) -> KVCache:
         """An empty :class:`KVCache` whose cross-attention keys and values are projected from ``memory``."""
-        batch = memory.shape[0]
-        cross = [layer.cross_attn.project_kv(memory, memory) for layer in self.layers]
-        attns = [layer.self_attn for layer in self.layers]
-        empty_k = [memory.new_zeros(batch, a.num_heads, 0, a.d_k) for a in attns]
-        empty_v = [memory.new_zeros(batch, a.num_heads, 0, a.d_v) for a in attns]
-        return KVCache(empty_k, empty_v, [k for k, _ in cross], [v for _, v in cross], memory_mask)
+        return KVCache.from_memory(self, memory, memory_mask)
 
     def step(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """One new position ``x`` ``(batch, 1, d_model)`` -> ``(batch, 1, d_model)``, appending to ``cache``."""
         for i, layer in enumerate(self.layers):
-            x, (cache.self_k[i], cache.self_v[i]) = layer.step(
-                x, (cache.self_k[i], cache.self_v[i]), (cache.cross_k[i], cache.cross_v[i]), cache.memory_mask
-            )
+            x = layer.step(x, cache, i)
         return self.norm(x)

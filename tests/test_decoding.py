@@ -223,3 +223,32 @@ def test_tiny_trained_copy_model_decodes_exactly():
     # 36 required.
     assert sum(h == e for h, e in zip(greedy, expected, strict=True)) >= 36
     assert sum(h == e for h, e in zip(beam, expected, strict=True)) >= 36
+
+
+def test_decoding_does_not_import_data():
+    """Decoding needs token ids and a model, not the data pipeline (issue #26).
+
+    The package's ``__init__`` imports everything, so the module is loaded in a fresh
+    interpreter under a bare package object whose ``__init__`` never runs; whatever
+    ``aiayn_helpers.decoding`` imports, directly or not, then shows in ``sys.modules``.
+    """
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    package = Path(ah.__file__).parent
+    code = (
+        "import sys, types\n"
+        "pkg = types.ModuleType('aiayn_helpers')\n"
+        f"pkg.__path__ = [{str(package)!r}]\n"
+        "sys.modules['aiayn_helpers'] = pkg\n"
+        "import aiayn_helpers.decoding\n"
+        "print(sorted(m for m in sys.modules if m.startswith('aiayn_helpers')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    loaded = ast.literal_eval(out)  # a printed list of module names
+    assert "aiayn_helpers.decoding" in loaded
+    assert "aiayn_helpers.data" not in loaded, loaded

@@ -151,3 +151,58 @@ def test_model_without_init_cache_needs_use_cache_false():
     assert greedy_decode(model, src, max_new_tokens=5, use_cache=False) == greedy_decode(
         model.inner, src, max_new_tokens=5
     )
+
+
+def _cache_after(model, src, steps: int):
+    with torch.no_grad():
+        memory, src_mask = model.encode(src)
+        cache = model.init_cache(memory, src_mask)
+        for t in range(1, steps + 1):
+            prefix = torch.full((src.shape[0], t), BOS)
+            model.next_token_logits(prefix, memory, src_mask, cache)
+    return cache, memory, src_mask
+
+
+def test_reorder_is_in_place_and_index_select_copies():
+    model, src = random_model(3).eval(), random_src(3)
+    cache, _, src_mask = _cache_after(model, src, 2)
+    tensors = lambda c: c.self_k + c.self_v + c.cross_k + c.cross_v
+    before = [t.clone() for t in tensors(cache)]
+    rows = torch.tensor([5, 0, 0, 2])
+    copy = cache.index_select(rows)
+    for a, b in zip(tensors(cache), before, strict=True):
+        assert torch.equal(a, b)  # index_select left the original as it was
+    assert cache.reorder(rows) is cache
+    assert cache.batch_size == 4 and cache.length == 2
+    for a, b, c in zip(tensors(cache), before, tensors(copy), strict=True):
+        assert torch.equal(a, b[rows]) and torch.equal(a, c)
+    assert torch.equal(cache.memory_mask, src_mask[rows])
+
+
+def test_reorder_without_cross_leaves_the_memory_projections():
+    model, src = random_model(4).eval(), random_src(4)
+    cache, _, _ = _cache_after(model, src, 1)
+    cross = cache.cross_k[:]
+    swap = torch.tensor([1, 0, 2, 3, 4, 5])
+    old_self = cache.self_v[0].clone()
+    cache.reorder(swap, cross=False)
+    assert all(a is b for a, b in zip(cache.cross_k, cross, strict=True))
+    assert torch.equal(cache.self_v[0], old_self[swap])
+    with pytest.raises(ValueError, match="1-D"):
+        cache.reorder([1, 0])
+    with pytest.raises(ValueError, match="1-D"):
+        cache.reorder(torch.tensor([1.0, 0.0]))
+
+
+def test_nbytes_counts_every_tensor():
+    layers, d_model, length, S = 2, 16, 3, 7
+    model, src = random_model(5).eval(), random_src(5)
+    cache, _, _ = _cache_after(model, src, length)
+    batch, eight = src.shape[0], torch.float64.itemsize
+    keys_values = 2 * layers * batch * (length + S) * d_model * eight
+    # and the boolean source mask, one byte a position
+    assert cache.nbytes == keys_values + batch * S
+    cache.reorder(torch.tensor([0, 1]))
+    assert cache.nbytes == (keys_values + batch * S) // 3
+    float32 = random_model(5).float().eval()
+    assert _cache_after(float32, src, length)[0].nbytes == keys_values // 2 + batch * S
