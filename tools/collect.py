@@ -37,9 +37,8 @@ from grade import expected_notebooks, match_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_?$")
-CANVAS = re.compile(
-    r"^(?P<name>[^_/]+)(?:_late)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.I
-)
+CANVAS_NAME = r"^(?P<name>[^_/]+)(?:_late)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<file>.+)$"
+CANVAS = re.compile(CANVAS_NAME, re.I)
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
 
 
@@ -78,19 +77,15 @@ def _read_stamp(folder: Path) -> dt.datetime | None:
         return None
 
 
-def collect(
-    zip_path: Path, assignment: str, course: Path, utc_offset: float = 0.0
-) -> list[str]:
+def collect(zip_path: Path, assignment: str, course: Path, utc_offset=0.0) -> list:
     """Unpack ``zip_path`` into ``course``/submitted; what was done, a line each."""
     if not zipfile.is_zipfile(zip_path):
         raise ValueError(f"expected a zip file of submissions, got {zip_path}")
     expected = expected_notebooks(course, assignment)
     if len(expected) != 1:
-        found = expected or "none"
-        raise ValueError(
-            f"expected one notebook in {course}/release/{assignment}, "
-            f"found {found}: run make student first"
-        )
+        found, folder = expected or "none", course / "release" / assignment
+        hint = "run make student first"
+        raise ValueError(f"expected one notebook in {folder}, found {found}: {hint}")
     name = expected[0]
     uploads: dict[str, dict[str, tuple[dt.datetime, str]]] = {}
     done, skipped = [], []
@@ -121,13 +116,11 @@ def collect(
                     seconds = when.replace(tzinfo=dt.UTC).timestamp()
                     os.utime(target, (seconds, seconds))
                 path, _ = match_notebook(staged, name)
-                when = (
-                    files[path.name][0] if path else max(w for w, _ in files.values())
-                )
+                times = [w for w, _ in files.values()]
+                when = files[path.name][0] if path else max(times)
                 if old is not None and old >= when:
-                    done.append(
-                        f"{student}: kept the submission of {old:%Y-%m-%d %H:%M}"
-                    )
+                    kept = f"{student}: kept the submission of {old:%Y-%m-%d %H:%M}"
+                    done.append(kept)
                     continue
                 stamp = f"{when.strftime(TIME_FORMAT)}\n"
                 (staged / "timestamp.txt").write_text(stamp)
@@ -161,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        done = collect(
-            args.zip, args.assignment, args.course.resolve(), args.utc_offset
-        )
+        course = args.course.resolve()
+        done = collect(args.zip, args.assignment, course, args.utc_offset)
     except (ValueError, OSError) as err:
         print(err, file=sys.stderr)
         return 2

@@ -690,9 +690,7 @@ def _grade_id(cell) -> str | None:
     return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
 
 
-def recover_cells(
-    nb: NotebookNode, release: NotebookNode
-) -> tuple[NotebookNode, list[str]]:
+def recover_cells(nb: NotebookNode, release: NotebookNode) -> tuple[NotebookNode, list]:
     """``nb`` with the nbgrader cells of ``release`` found again; what was done.
 
     A submission's nbgrader metadata is lost when a student copies the cells into a
@@ -742,11 +740,8 @@ def recover_cells(
             if i in taken or cell.cell_type != released.cell_type:
                 continue
             same = _normal(cell.source) == _normal(released.source)
-            if same or (
-                meta.get("grade")
-                and first.startswith("# Test")
-                and cell.source.splitlines()[:1] == [first]
-            ):
+            test = meta.get("grade") and first.startswith("# Test")
+            if same or (test and cell.source.splitlines()[:1] == [first]):
                 claim(gid, i, "source")
                 break
     for k, released in enumerate(ref):
@@ -826,10 +821,8 @@ class RestoreCells(OverwriteCells):
     def preprocess_cell(self, cell, resources, cell_index):
         gid = _grade_id(cell)
         released = self._released.get(gid)
-        self._as_released = released is not None and (
-            _normal(released) == _normal(cell.source)
-            or cell.get("id", "").startswith("restored-")
-        )
+        same = released is not None and _normal(released) == _normal(cell.source)
+        self._as_released = same
         return super().preprocess_cell(cell, resources, cell_index)
 
     def report_change(self, name, attr, old, new):
@@ -848,9 +841,7 @@ class LatePolicy(LateSubmissionPlugin):
     """A late submission loses ``per_day`` of its score per day (or part of a day)
     late, after ``grace_minutes``; after ``max_days`` days it scores 0."""
 
-    per_day = Float(0.0, help="fraction of the score lost per day late").tag(
-        config=True
-    )
+    per_day = Float(0.0, help="fraction of the score lost a day").tag(config=True)
     max_days = Float(math.inf, help="days after which it scores 0").tag(config=True)
     grace_minutes = Float(0.0, help="minutes late that cost nothing").tag(config=True)
 
@@ -979,15 +970,13 @@ def match_notebook(folder: Path, expected: str) -> tuple[Path | None, str]:
     exact = folder / f"{expected}.ipynb"
     if exact.is_file():
         return exact, ""
-    notebooks = sorted(
-        p for p in folder.glob("*.ipynb") if p.is_file() and not p.is_symlink()
-    )
+    found = [p for p in folder.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
+    notebooks = sorted(found)
     target = re.sub(r"[^a-z0-9]", "", expected.lower())
     matches = [p for p in notebooks if target in _name_variants(p.stem)]
     if not matches and len(notebooks) == 1:
-        return notebooks[
-            0
-        ], f"the only notebook, {notebooks[0].name!r}, graded as {exact.name}"
+        only = notebooks[0]
+        return only, f"the only notebook, {only.name!r}, graded as {exact.name}"
     if not matches:
         found = ", ".join(repr(p.name) for p in notebooks) or "no notebook"
         return None, f"NOT GRADED: no {exact.name} in the submission (found {found})"
@@ -1009,7 +998,8 @@ def expected_notebooks(course: Path, assignment: str) -> list[str]:
 
 
 def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
-    """Give each submitted notebook its expected name; {student: what was done}.
+    """Give each submitted notebook its expected name; {student: what was done}
+    (every student, a list that may be empty).
 
     A notebook that is not valid JSON is set aside as ``NAME.ipynb.unreadable``, so
     that nbgrader scores it 0 and grades the others.
@@ -1018,6 +1008,7 @@ def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
     expected = expected_notebooks(course, assignment)
     for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
         student = folder.parent.name
+        done[student] = []
         for name in expected:
             path, text = match_notebook(folder, name)
             if text:
@@ -1032,9 +1023,8 @@ def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
             except Exception as err:  # nbformat raises several kinds
                 target.rename(target.with_name(target.name + ".unreadable"))
                 why = f"{type(err).__name__}: {str(err)[:200]}"
-                done.setdefault(student, []).append(
-                    f"NOT GRADED: {target.name} is not a readable notebook ({why})"
-                )
+                text = f"NOT GRADED: {target.name} is not a readable notebook ({why})"
+                done.setdefault(student, []).append(text)
     return done
 
 
@@ -1048,9 +1038,7 @@ def _digest(folder: Path, extra: str) -> str:
     return h.hexdigest()
 
 
-def stale_submissions(
-    course: Path, assignment: str, extra: str, force: bool
-) -> tuple[list[str], dict[str, str]]:
+def stale_submissions(course: Path, assignment: str, extra: str, force: bool) -> tuple:
     """The students to grade (again): new, resubmitted, or all with ``force``.
 
     Their old results are removed, so that nbgrader grades them; nbgrader alone
@@ -1212,9 +1200,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = course / "autograded" / student / args.assignment
             if any(folder.glob("*.ipynb")):
                 graded[student] = digest
-            elif student in stale and not any(
-                "NOT GRADED" in t for t in notes.get(student, [])
-            ):
+            elif student in stale and "NOT GRADED" not in "".join(notes[student]):
                 why = f"nbgrader could not grade it ({where})"
                 note(course, args.assignment, student, f"NOT GRADED: {why}")
         (reports / "graded.json").write_text(json.dumps(graded, indent=1))
