@@ -236,6 +236,7 @@ def test_collect_reads_the_layouts_of_the_platforms():
         "jane-doe",
         "assignment1 (1).ipynb",
     )
+    assert collect.owner("Jane Doe_1234_assignsubmission_file_Assignment1.ipynb") == ("jane-doe", "Assignment1.ipynb")
     assert collect.owner("doejane_LATE_1234_98765_assignment1.ipynb") == ("doejane", "assignment1.ipynb")
     assert collect.owner("export/jdoe/assignment1.ipynb") == ("jdoe", "assignment1.ipynb")
     assert collect.owner("__MACOSX/jdoe/._assignment1.ipynb") is None

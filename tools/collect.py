@@ -8,7 +8,8 @@ student's upload. This writes each student's notebooks to
 ``timestamp.txt`` (the submission's time, which nbgrader and the late policy in
 book/autograder/deadlines.toml read), ready for ``make grade``. Recognized layouts:
 
-* Moodle: ``<Full Name>_<id>_assignsubmission_file_/<any name>.ipynb``;
+* Moodle: ``<Full Name>_<id>_assignsubmission_file_/<any name>.ipynb``, or
+  ``<Full Name>_<id>_assignsubmission_file_<any name>.ipynb`` without folders;
 * Canvas: ``<name>_<id>_<submission id>_<any name>.ipynb`` (``<name>_LATE_...`` too);
 * one folder per student: ``<student>/<any name>.ipynb``.
 
@@ -37,6 +38,7 @@ from grade import expected_notebooks, match_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_?$")
+MOODLE_FLAT = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_file_(.+)")
 CANVAS_NAME = r"^(?P<name>[^_/]+)(?:_late)?_(?P<id>\d+)_(?P<sub>\d+)_(?P<file>.+)$"
 CANVAS = re.compile(CANVAS_NAME, re.I)
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's timestamp.txt
@@ -61,6 +63,9 @@ def owner(entry: str) -> tuple[str, str] | None:
         moodle = MOODLE.match(folder)
         if moodle:
             return student_id(moodle["name"]), parts[-1]
+    flat = MOODLE_FLAT.match(parts[-1])  # Moodle without "download in folders"
+    if flat:
+        return student_id(flat["name"]), flat[3]
     canvas = CANVAS.match(parts[-1])
     if canvas and len(parts) == 1:
         return student_id(canvas["name"]), canvas["file"]
