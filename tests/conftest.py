@@ -33,6 +33,7 @@ SLOW_TESTS = {
     "test_a_resubmission_is_graded_again_and_the_rest_are_kept",
     "test_the_instructor_is_told_what_grading_did",
     "test_released_feedback_contains_no_line_of_any_hidden_test",
+    "test_released_feedback_shows_no_line_of_the_hidden_tests",
 }
 
 

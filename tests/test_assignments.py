@@ -11,6 +11,7 @@ function and the property it broke.
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 from pathlib import Path
@@ -181,7 +182,7 @@ def graded(tmp_path_factory):
             folder.mkdir(parents=True)
             nbformat.write(_fill(released, answers), folder / f"{name}.ipynb")
         flags = ["--unsandboxed"] if grade.sandbox_problem() else []
-        assert grade.main([name, "--course", str(course), "--quiet", *flags]) == 0
+        assert grade.main([name, "--course", str(course), "--quiet", "--feedback", *flags]) == 0
         results[name] = {}
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
             for student in submissions:
@@ -189,6 +190,7 @@ def graded(tmp_path_factory):
                 scores = {g.name: (g.score, g.max_score) for g in nb.grades if g.max_score}
                 path = course / "autograded" / student / name / f"{name}.ipynb"
                 results[name][student] = (scores, nbformat.read(path, as_version=4))
+    results["course"] = course
     return results
 
 
@@ -208,3 +210,31 @@ def test_a_bug_loses_the_points_of_its_function_only_and_is_named(graded, name, 
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == failing)
     errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
     assert errors and words in errors[0], errors
+
+
+def _hidden_lines(name: str) -> set[str]:
+    lines = set()
+    for cell in _read(name).cells:
+        for block in grade.HIDDEN.findall(cell.source):
+            lines |= {line.strip() for line in block.splitlines()}
+    return {line for line in lines if len(line) >= 12 and "HIDDEN TESTS" not in line}
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_released_feedback_shows_no_line_of_the_hidden_tests(graded, name):
+    """Every feedback page, the failing ones included, against every hidden line."""
+    course, hidden = graded["course"], _hidden_lines(name)
+    pages = sorted((course / "feedback").glob(f"*/{name}/{name}.html"))
+    assert len(pages) == len(graded[name]) and len(hidden) > 50
+    for page in pages:
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+        assert "hidden tests: not shown" in text
+        # a line the student wrote too (`super().__init__()`) is theirs to see
+        submitted = course / "submitted" / page.parent.parent.name / name / f"{name}.ipynb"
+        own = {line.strip() for c in nbformat.read(submitted, as_version=4).cells for line in c.source.splitlines()}
+        leaked = sorted(line for line in hidden - own if line in text)
+        assert not leaked, f"{page.relative_to(course)} shows {leaked[:3]}"
+    # and the failures the feedback does show name the function and the property
+    student = _student(next(iter(BUGS[name])))
+    page = (course / "feedback" / student / name / f"{name}.html").read_text()
+    assert html.escape(BUGS[name][next(iter(BUGS[name]))][2], quote=False) in page
