@@ -269,15 +269,8 @@ def _beam_search(
     memory, src_mask = (t.repeat_interleave(k, dim=0) for t in model.encode(src))
     cache = model.init_cache(memory, src_mask) if use_cache else None
     seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
-    # Only beam 0 is real at the start, so that the k beams do not pick the same tokens.
+    scores, fin, out = _start(batch, k, longest, pad_id, device)
     inf = float("-inf")
-    scores = torch.full((batch, k), inf, dtype=torch.float64, device=device)
-    scores[:, 0] = 0.0
-    fin = (  # each sentence's finished hypotheses: scores, ids, lengths
-        torch.full((batch, k), inf, dtype=torch.float64, device=device),
-        torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device),
-        torch.zeros((batch, k), dtype=torch.long, device=device),
-    )
     active = torch.arange(batch, device=device)  # the sentence of each open row group
     for step in range(1, longest + 1):
         n = active.shape[0]
@@ -308,57 +301,71 @@ def _beam_search(
         cut_ids = seqs[:, 1:].view(n, k, step)
         # 4) each sentence keeps its k best finished hypotheses
         new = [(eos_scores, eos_ids, step - 1), (cut_scores, cut_ids, step)]
-        kept = _keep_best(*fin, active, new, pad_id)  # (n, k)
+        fin = _keep_best(fin, new, pad_id)
         # 5) a sentence is done at its limit, or when it holds k finished hypotheses
         # and its best open beam, penalised now, scores no better than the worst
-        worst = kept[:, k - 1]
+        worst = fin[0][:, k - 1]
         done = at_limit | ((worst > inf) & (scores[:, 0] / penalty <= worst))
         n_open = int((~done).sum())  # the one host synchronisation of the step
-        if n_open == 0:
-            break
-        if n_open < n:
-            # drop the done sentences; every per-row input of the decoder follows
-            keep = done.to(torch.uint8).sort(stable=True).indices[:n_open]  # in order
+        if n_open < n:  # the done sentences leave the batch, their best hypothesis out
+            order = done.to(torch.uint8).sort(stable=True).indices  # open ones first
+            keep, gone = order[:n_open], order[n_open:]
+            for o, f in zip(out, fin, strict=True):
+                o[active[gone]] = f[gone, 0]
+            if n_open == 0:
+                break
+            # every per-row input of the decoder follows
             rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
             active, scores = active[keep], scores[keep]
+            fin = tuple(f[keep] for f in fin)
             memory, src_mask, seqs = memory[rows], src_mask[rows], seqs[rows]
             if cache is not None:
                 cache.reorder(rows)
-    return fin[1][:, 0], fin[2][:, 0], fin[0][:, 0]
+    return out[1], out[2], out[0]
+
+
+def _start(batch: int, k: int, longest: int, pad_id: int, device: torch.device) -> tuple:
+    """The state of a beam search before its first step.
+
+    ``scores`` ``(batch, k)``: the beams' log-probabilities; only beam 0 is real at the
+    start (the others are ``-inf``), so that the k beams do not pick the same tokens.
+    ``fin``: each sentence's finished hypotheses (see :func:`_keep_best`), none yet.
+    ``out``: each sentence's best one (ids, lengths, scores), filled when it is done.
+    """
+    inf = float("-inf")
+    scores = torch.full((batch, k), inf, dtype=torch.float64, device=device)
+    scores[:, 0] = 0.0
+    fin = (
+        torch.full((batch, k), inf, dtype=torch.float64, device=device),
+        torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device),
+        torch.zeros((batch, k), dtype=torch.long, device=device),
+    )
+    return scores, fin, [t[:, 0].clone() for t in fin]
 
 
 def _keep_best(
-    fin_scores: torch.Tensor,
-    fin_ids: torch.Tensor,
-    fin_lengths: torch.Tensor,
-    active: torch.Tensor,
+    fin: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     new: list[tuple[torch.Tensor, torch.Tensor, int]],
     pad_id: int,
-) -> torch.Tensor:
-    """Merge new finished hypotheses into the sentences' ``k`` best, in place.
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Merge new finished hypotheses into each sentence's ``k`` best.
 
-    ``fin_scores`` ``(batch, k)``, ``fin_ids`` ``(batch, k, L)`` and ``fin_lengths``
-    ``(batch, k)`` hold every sentence's finished hypotheses, best first (``-inf``: an
-    empty slot); ``active`` ``(n,)`` names the sentences that ``new`` extends: a list
-    of ``(scores (n, m), ids (n, m, length), length)``, ``-inf`` for no hypothesis;
-    ``pad_id`` pads the ids to ``L``.
-    The stable sort keeps equal scores in the order they came, the older first.
-    Returns the kept scores of the ``active`` sentences, ``(n, k)``.
+    ``fin`` holds ``n`` sentences' finished hypotheses, best first: their scores
+    ``(n, k)`` (``-inf``: an empty slot), ids ``(n, k, L)`` padded with ``pad_id`` and
+    lengths ``(n, k)``. ``new`` is a list of ``(scores (n, m), ids (n, m, length),
+    length)``, ``-inf`` for no hypothesis. Returns the new ``fin``. The stable sort
+    keeps equal scores in the order they came, the older first.
     """
-    k, longest = fin_ids.shape[1:]
-    scores = torch.cat([fin_scores[active]] + [s for s, _, _ in new], dim=1)
-    ids = [fin_ids[active]]
-    lengths = [fin_lengths[active]]
+    k, longest = fin[1].shape[1:]
+    scores = torch.cat([fin[0]] + [s for s, _, _ in new], dim=1)  # (n, k + m + ...)
+    ids, lengths = [fin[1]], [fin[2]]
     for s, i, length in new:
         ids.append(nn.functional.pad(i, (0, longest - length), value=pad_id))
         lengths.append(torch.full_like(s, length, dtype=torch.long))
     best = scores.sort(dim=1, descending=True, stable=True).indices[:, :k]  # (n, k)
-    kept = scores.gather(1, best)
-    fin_scores[active] = kept
-    fin_lengths[active] = torch.cat(lengths, dim=1).gather(1, best)
     rows = best[:, :, None].expand(-1, -1, longest)
-    fin_ids[active] = torch.cat(ids, dim=1).gather(1, rows)
-    return kept
+    ids_kept = torch.cat(ids, dim=1).gather(1, rows)
+    return scores.gather(1, best), ids_kept, torch.cat(lengths, dim=1).gather(1, best)
 
 
 # -- scoring ----------------------------------------------------------------------------

@@ -21,8 +21,9 @@ import json
 import platform
 import statistics
 import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -130,7 +131,8 @@ def report(before: dict | None, after: dict) -> None:
         print(f"  before: commit {old}; after: commit {new} (and the working tree)")
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: Sequence[str] = ()) -> dict:
+    """Measure now and print beside the recorded "before"; ``argv``: the options."""
     parser = argparse.ArgumentParser(description="Decoding speed, before and after")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
     parser.add_argument(
@@ -138,7 +140,8 @@ def main(argv: list[str] | None = None) -> dict:
         choices=["before", "after"],
         help="write the measurement to book/metrics",
     )
-    args = parser.parse_args(argv)
+    parser.add_argument("--json", help="also write the measurement to this file")
+    args = parser.parse_args(list(argv))
     if args.rounds < 1:
         raise ValueError(f"--rounds must be at least 1, got {args.rounds}")
     after = measure(rounds=args.rounds)
@@ -146,6 +149,8 @@ def main(argv: list[str] | None = None) -> dict:
         path = BEFORE if args.save == "before" else AFTER
         path.write_text(json.dumps(after, indent=2) + "\n")
         print(f"wrote {path.relative_to(ROOT)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(after, indent=2) + "\n")
     before = None
     if BEFORE.exists() and args.save != "before":
         before = json.loads(BEFORE.read_text())
@@ -154,4 +159,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
