@@ -18,8 +18,14 @@ Conventions shared by every function here:
   previous mode is restored afterwards.
 * The inputs are checked once, on entry. The source is encoded once,
   ``memory, src_mask = model.encode(src)``; then every step calls
-  ``model.next_token_logits(prefix, memory, src_mask, cache)``, which checks no ids,
-  so a step never waits for the device.
+  ``model.next_token_logits(prefix, memory, src_mask, cache)``, which checks no ids.
+* A step waits for the device once: the "all finished?" test (greedy) or "how many
+  sentences are still open?" (beam search) reads one number back. Everything else
+  (finished flags, scores, lengths, the finished hypotheses) stays on the device and
+  is read back once, at the end; on a GPU each read-back stalls the queue of kernels
+  (``tests/test_host_sync.py`` counts them).
+* The special ids come from :mod:`aiayn_helpers.vocab` (or the arguments) and
+  ``model.pad_id``: decoding needs a model and token ids, not the data pipeline.
 * ``use_cache=True`` (the default) keeps a key/value cache (chapter 8,
   :class:`~aiayn_helpers.layers.KVCache`): each step runs the decoder on the newest
   token only, appending its self-attention keys and values to the cache, and the
@@ -155,18 +161,23 @@ def greedy_decode(
     limits = _limits(model, src, max_new_tokens)
     batch = src.shape[0]
     with _EvalMode(model):
-        memory, src_mask = model.encode(src)  # (batch, S, d_model) and (batch, 1, 1, S), computed once
+        # (batch, S, d_model) and (batch, 1, 1, S), computed once
+        memory, src_mask = model.encode(src)
         cache = model.init_cache(memory, src_mask) if use_cache else None
         ys = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        special = (model.pad_id, bos_id)
+        banned = _banned(model.tgt_vocab_size, special, memory.dtype, src.device)
         for step in range(1, int(limits.max()) + 1):
-            # (a finished row goes on stepping on <pad>; what it generates then is discarded)
+            # (a finished row goes on stepping on <pad>; what it generates then is
+            # discarded)
             logits = model.next_token_logits(ys, memory, src_mask, cache)  # (batch, V)
-            next_token = _next_log_probs(logits, model.pad_id, bos_id).argmax(dim=-1)
-            next_token = next_token.masked_fill(finished, model.pad_id)  # finished rows get padding
+            next_token = torch.log_softmax(logits + banned, dim=-1).argmax(dim=-1)
+            # finished rows get padding
+            next_token = next_token.masked_fill(finished, model.pad_id)
             ys = torch.cat([ys, next_token[:, None]], dim=1)
             finished |= (next_token == eos_id) | (limits <= step)
-            if bool(finished.all()):
+            if bool(finished.all()):  # the one host synchronisation of the step
                 break
     out = []
     for row in ys[:, 1:].tolist():
@@ -236,13 +247,15 @@ def beam_search(
         raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
     limits = _limits(model, src, max_new_tokens)
     with _EvalMode(model):
-        ids = (bos_id, eos_id)
-        best = _beam_search(model, src, beam_size, limits, ids, length_penalty, use_cache)
+        special = (bos_id, eos_id)
+        args = (beam_size, limits, special, length_penalty, use_cache)
+        best = _beam_search(model, src, *args)
     # the best finished hypothesis of each sentence, read back once
-    tokens, lengths, scores = (t.tolist() for t in best)
-    out = [row[:n] for row, n in zip(tokens, lengths, strict=True)]
+    ids, scores = best
+    lengths = (ids != model.pad_id).sum(dim=1)
+    out = [row[:n] for row, n in zip(ids.tolist(), lengths.tolist(), strict=True)]
     if return_scores:
-        return out, scores
+        return out, scores.tolist()
     return out
 
 
@@ -254,12 +267,12 @@ def _beam_search(
     bos_eos: tuple[int, int],
     alpha: float,
     use_cache: bool,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The search itself, on checked inputs; one host synchronisation per step.
 
     Returns each sentence's best finished hypothesis, on the device: ``(batch, L)`` ids
-    padded with ``model.pad_id``, their lengths and their penalised scores, ``(batch,)``
-    each. The bookkeeping stays on the device (``fin``, see :func:`_keep_best`).
+    padded with ``model.pad_id`` (a hypothesis never holds ``<pad>``) and its penalised
+    score ``(batch,)``. The bookkeeping stays on the device (see :func:`_keep_best`).
     """
     bos_id, eos_id = bos_eos
     batch, device = src.shape[0], src.device
@@ -268,40 +281,41 @@ def _beam_search(
     # encode once, then treat (sentence, beam) pairs as one batch of n * k rows
     memory, src_mask = (t.repeat_interleave(k, dim=0) for t in model.encode(src))
     cache = model.init_cache(memory, src_mask) if use_cache else None
-    seqs = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
+    # every row's <bos> and tokens so far, then padding up to the longest limit
+    seqs = torch.full((batch * k, longest + 1), pad_id, dtype=torch.long, device=device)
+    seqs[:, 0] = bos_id
     scores, fin, out = _start(batch, k, longest, pad_id, device)
-    inf = float("-inf")
+    inf, banned = float("-inf"), _banned(vocab, (pad_id, bos_id), torch.float64, device)
     active = torch.arange(batch, device=device)  # the sentence of each open row group
+    first_row = active[:, None] * k  # (n, 1): the first row of each open sentence
     for step in range(1, longest + 1):
         n = active.shape[0]
-        logits = model.next_token_logits(seqs, memory, src_mask, cache)  # (n * k, V)
-        logp = _next_log_probs(logits.double(), pad_id, bos_id).view(n, k, vocab)
+        logits = model.next_token_logits(seqs[:, :step], memory, src_mask, cache)
+        logp = torch.log_softmax(logits.double() + banned, dim=-1).view(n, k, vocab)
         cand = (scores[:, :, None] + logp).view(n, k * vocab)  # (n, k * V)
         top_scores, top_idx = cand.topk(2 * k, dim=1)  # (n, 2k), sorted best first
-        top_beam, top_tok = top_idx // vocab, top_idx % vocab
-        top_row = torch.arange(n, device=device)[:, None] * k + top_beam  # their rows
+        top_tok, top_row = top_idx % vocab, first_row + top_idx // vocab  # (n, 2k)
         is_eos = top_tok == eos_id
         penalty = length_penalty_gnmt(step, alpha)  # a CPU scalar: no synchronisation
         # 1) finished hypotheses: the <eos> candidates ranked within the best k
         eos_scores = torch.where(is_eos[:, :k], top_scores[:, :k] / penalty, inf)
-        eos_ids = seqs[top_row[:, :k], 1:]  # (n, k, step - 1): their prefixes
+        eos_ids = seqs[top_row[:, :k], 1:]  # (n, k, longest): their prefixes
         # 2) the new beams: the best k candidates that do not end in <eos>
         # (at most k of the 2k candidates end in <eos>, one per beam, so k remain);
         # a stable sort puts the others first, in rank order
         order = torch.sort(is_eos.long(), dim=1, stable=True).indices[:, :k]
         scores = top_scores.gather(1, order)
         parent = top_row.gather(1, order).view(-1)  # (n * k,)
-        # each row extends its parent ...
-        seqs = torch.cat([seqs[parent], top_tok.gather(1, order).view(-1, 1)], dim=1)
+        seqs = seqs[parent]  # each row extends its parent ...
+        seqs[:, step] = top_tok.gather(1, order).view(-1)
         if cache is not None:  # ... and inherits its parent's keys and values
             cache.reorder(parent, cross=False)
         # 3) a sentence out of budget finishes its open beams as they are (no <eos>)
         at_limit = limits[active] <= step  # (n,)
         cut_scores = torch.where(at_limit[:, None], scores / penalty, inf)
-        cut_ids = seqs[:, 1:].view(n, k, step)
+        cut_ids = seqs[:, 1:].view(n, k, longest)
         # 4) each sentence keeps its k best finished hypotheses
-        new = [(eos_scores, eos_ids, step - 1), (cut_scores, cut_ids, step)]
-        fin = _keep_best(fin, new, pad_id)
+        fin = _keep_best(fin, [(eos_scores, eos_ids), (cut_scores, cut_ids)])
         # 5) a sentence is done at its limit, or when it holds k finished hypotheses
         # and its best open beam, penalised now, scores no better than the worst
         worst = fin[0][:, k - 1]
@@ -316,21 +330,37 @@ def _beam_search(
                 break
             # every per-row input of the decoder follows
             rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
-            active, scores = active[keep], scores[keep]
+            active, scores, first_row = active[keep], scores[keep], first_row[:n_open]
             fin = tuple(f[keep] for f in fin)
             memory, src_mask, seqs = memory[rows], src_mask[rows], seqs[rows]
             if cache is not None:
                 cache.reorder(rows)
-    return out[1], out[2], out[0]
+    return out[1], out[0]
 
 
-def _start(batch: int, k: int, longest: int, pad_id: int, device: torch.device) -> tuple:
+def _banned(
+    vocab: int,
+    ids: tuple[int, int],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """``(V,)``: ``-inf`` for the ``ids`` (``<pad>`` and ``<bos>``), 0 elsewhere.
+
+    Added to the logits, it does what :func:`_next_log_probs` does, in one operation
+    per step (``x + 0.0`` is ``x``, exactly).
+    """
+    banned = torch.zeros(vocab, dtype=dtype, device=device)
+    banned[list(ids)] = float("-inf")
+    return banned
+
+
+def _start(batch: int, k: int, longest: int, pad_id: int, device: torch.device):
     """The state of a beam search before its first step.
 
     ``scores`` ``(batch, k)``: the beams' log-probabilities; only beam 0 is real at the
     start (the others are ``-inf``), so that the k beams do not pick the same tokens.
     ``fin``: each sentence's finished hypotheses (see :func:`_keep_best`), none yet.
-    ``out``: each sentence's best one (ids, lengths, scores), filled when it is done.
+    ``out``: each sentence's best one (scores, ids), filled when it is done.
     """
     inf = float("-inf")
     scores = torch.full((batch, k), inf, dtype=torch.float64, device=device)
@@ -338,34 +368,28 @@ def _start(batch: int, k: int, longest: int, pad_id: int, device: torch.device) 
     fin = (
         torch.full((batch, k), inf, dtype=torch.float64, device=device),
         torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device),
-        torch.zeros((batch, k), dtype=torch.long, device=device),
     )
     return scores, fin, [t[:, 0].clone() for t in fin]
 
 
 def _keep_best(
-    fin: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    new: list[tuple[torch.Tensor, torch.Tensor, int]],
-    pad_id: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    fin: tuple[torch.Tensor, torch.Tensor],
+    new: list[tuple[torch.Tensor, torch.Tensor]],
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Merge new finished hypotheses into each sentence's ``k`` best.
 
     ``fin`` holds ``n`` sentences' finished hypotheses, best first: their scores
-    ``(n, k)`` (``-inf``: an empty slot), ids ``(n, k, L)`` padded with ``pad_id`` and
-    lengths ``(n, k)``. ``new`` is a list of ``(scores (n, m), ids (n, m, length),
-    length)``, ``-inf`` for no hypothesis. Returns the new ``fin``. The stable sort
-    keeps equal scores in the order they came, the older first.
+    ``(n, k)`` (``-inf``: an empty slot) and ids ``(n, k, L)``, padded. ``new`` is a
+    list of ``(scores (n, m), ids (n, m, L))``, ``-inf`` for no hypothesis. Returns
+    the new ``fin``. The stable sort keeps equal scores in the order they came, the
+    older first.
     """
     k, longest = fin[1].shape[1:]
-    scores = torch.cat([fin[0]] + [s for s, _, _ in new], dim=1)  # (n, k + m + ...)
-    ids, lengths = [fin[1]], [fin[2]]
-    for s, i, length in new:
-        ids.append(nn.functional.pad(i, (0, longest - length), value=pad_id))
-        lengths.append(torch.full_like(s, length, dtype=torch.long))
+    scores = torch.cat([fin[0]] + [s for s, _ in new], dim=1)  # (n, k + m + ...)
+    ids = torch.cat([fin[1]] + [i for _, i in new], dim=1)
     best = scores.sort(dim=1, descending=True, stable=True).indices[:, :k]  # (n, k)
     rows = best[:, :, None].expand(-1, -1, longest)
-    ids_kept = torch.cat(ids, dim=1).gather(1, rows)
-    return scores.gather(1, best), ids_kept, torch.cat(lengths, dim=1).gather(1, best)
+    return scores.gather(1, best), ids.gather(1, rows)
 
 
 # -- scoring ----------------------------------------------------------------------------
