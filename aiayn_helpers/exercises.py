@@ -15,12 +15,27 @@ right or wrong, and why::
   largest difference and where) and, when the answer equals one of the
   ``mistakes`` given, which mistake produces it.
 
+A check cell never shows the answer. It compares with something the student
+cannot read the answer off:
+
+* a property (:func:`check_that`: "the weights sum to one", "the output does not
+  change when the positions are permuted"), named in the message when it fails;
+* a computation with PyTorch or the package that is not the exercise's solution
+  (``F.scaled_dot_product_attention``, ``ah.count_parameters``);
+* a :class:`Reference`: the answer's SHA-256 digest (made once with
+  :func:`reference`), compared after rounding, so the value is not in the cell::
+
+    >>> reference("ch07-ex2", 16000)            # run once, by the author
+    'sha256:int:...'
+    >>> check("ch07-ex2", half_step, Reference("sha256:int:..."))
+
 :func:`quiz` shows multiple-choice self-check questions with ``jupyterquiz``;
 they work in Jupyter and on the static site.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
@@ -31,7 +46,15 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["WrongAnswer", "check", "exercise_name", "quiz"]
+__all__ = [
+    "Reference",
+    "WrongAnswer",
+    "check",
+    "check_that",
+    "exercise_name",
+    "quiz",
+    "reference",
+]
 
 _LABEL = re.compile(r"^ch(?P<chapter>[0-9]+|[A-Z])-ex(?P<number>[0-9]+)$")
 
@@ -81,8 +104,185 @@ def _describe(x: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_KINDS = ("bool", "int", "float", "str", "tensor")
+_MARGIN = 1e-10  # a float reference must round the same when moved by this relative amount
+
+
+def _number(x: Any) -> Any:
+    """A Python bool, int or float for a number, a 0-d array or a one-element tensor."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1:
+        return x.item()
+    if isinstance(x, np.ndarray) and x.size == 1 and x.ndim == 0:
+        return x.item()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor | np.ndarray) and getattr(value, "ndim", 0) > 0:
+        return "tensor"
+    value = _number(value)
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    raise ValueError(f"a reference is a bool, an int, a float, a str or a tensor of numbers; got {_describe(value)}")
+
+
+_ZERO = 1e-12  # a float of smaller size is rounded to 0 (a rounding error of an exact 0)
+
+
+def _float_text(x: float, digits: int) -> str:
+    if abs(x) < _ZERO:
+        return "0"
+    text = f"{x:.{digits}g}"
+    return "0" if text == "-0" else text
+
+
+def _canonical(value: Any, kind: str, digits: int) -> str | None:
+    """The text the digest is made of, or None if ``value`` is not of ``kind``."""
+    if kind == "tensor":
+        array = _as_array(value)
+        if array is None or not np.issubdtype(array.dtype, np.number):
+            return None
+        flat = array.astype(np.float64).ravel()
+        return ";".join(_float_text(float(v), digits) for v in flat)
+    value = _number(value)
+    if kind == "bool":
+        return str(value) if isinstance(value, bool) else None
+    if kind == "str":
+        return value.strip().lower() if isinstance(value, str) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if kind == "int":
+        if isinstance(value, float) and not value.is_integer():
+            return None
+        return str(int(value))
+    return _float_text(float(value), digits)
+
+
+def _hash(label: str, kind: str, digits: int, shape: tuple, text: str) -> str:
+    data = f"{label}|{kind}|{digits}|{shape}|{text}".encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def reference(label: str, value: Any, *, digits: int = 6) -> str:
+    """The digest of a right answer, to paste into a check cell as ``Reference("...")``.
+
+    Args:
+        label: the exercise's label (part of the digest, so equal answers of two
+            exercises have different digests).
+        value: the right answer: a bool, an int (compared exactly), a float or a tensor
+            (compared after rounding to ``digits`` significant digits), or a string
+            (compared without case and surrounding spaces).
+        digits: significant digits kept for floats and tensors, 1 to 15.
+
+    Returns:
+        ``"sha256:<kind>:<digits>:<shape>:<hex digest>"``.
+
+    Raises:
+        ValueError: for another type of value, ``digits`` out of range, or a float
+            that lies so close to a rounding boundary that an answer differing only by
+            rounding errors could round the other way (choose other ``digits``).
+    """
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"label must be an exercise label such as 'ch02-ex1', got {label!r}")
+    if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= 15:
+        raise ValueError(f"digits must be an int from 1 to 15, got {digits!r}")
+    kind = _kind(value)
+    if kind in ("float", "tensor"):
+        numbers = _as_array(value) if kind == "tensor" else np.array([_number(value)])
+        for v in np.asarray(numbers, dtype=np.float64).ravel():
+            if not math.isfinite(v):
+                raise ValueError(f"a reference must be finite, got {v}")
+            if 0 < abs(v) < 1e3 * _ZERO:
+                raise ValueError(f"{v!r} is too close to 0 to be rounded reliably")
+            low = _float_text(v * (1 - _MARGIN), digits)
+            high = _float_text(v * (1 + _MARGIN), digits)
+            if low != high:
+                raise ValueError(
+                    f"{v!r} is within a relative {_MARGIN} of a rounding boundary at "
+                    f"{digits} digits; choose other digits"
+                )
+    shape = tuple(value.shape) if kind == "tensor" else ()
+    text = _canonical(value, kind, digits)
+    return f"sha256:{kind}:{digits}:{','.join(map(str, shape))}:" + _hash(label, kind, digits, shape, text)
+
+
+class Reference:
+    """A right answer (or a known mistake's value) kept as a digest made by :func:`reference`.
+
+    :func:`check` compares an answer with it by rounding the answer the same way and
+    comparing digests, so the check cell holds no value a student could read.
+    """
+
+    def __init__(self, digest: str) -> None:
+        parts = digest.split(":") if isinstance(digest, str) else []
+        if (
+            len(parts) != 5
+            or parts[0] != "sha256"
+            or parts[1] not in _KINDS
+            or not parts[2].isdigit()
+            or not re.fullmatch(r"[0-9a-f]{64}", parts[4])
+        ):
+            raise ValueError(
+                "a Reference is made from reference(label, value)'s text, "
+                f"'sha256:<kind>:<digits>:<shape>:<64 hex digits>'; got {digest!r}"
+            )
+        self.kind, self.digits, self.hexdigest = parts[1], int(parts[2]), parts[4]
+        self.shape = tuple(int(n) for n in parts[3].split(",") if n)
+        self.label: str | None = None  # set by check()
+
+    def __repr__(self) -> str:
+        return f"Reference({self.kind}, {self.digits} digits)"
+
+    def difference(self, answer: Any) -> str | None:
+        """None when ``answer`` rounds to the reference; otherwise what differs, in words."""
+        if self.label is None:
+            raise ValueError("a Reference is compared inside check(), which knows the label")
+        if self.kind == "tensor":
+            got = _as_array(answer)
+            if got is None:
+                return f"expected a tensor of shape {self.shape}, got {_describe(answer)}"
+            if tuple(got.shape) != self.shape:
+                return f"expected shape {self.shape}, got shape {tuple(got.shape)}"
+        text = _canonical(answer, self.kind, self.digits)
+        if text is None:
+            wanted = {"bool": "True or False", "int": "a whole number", "float": "a number",
+                      "str": "text"}.get(self.kind, "a tensor of numbers")  # fmt: skip
+            return f"expected {wanted}, got {_describe(answer)}"
+        shape = self.shape if self.kind == "tensor" else ()
+        if _hash(self.label, self.kind, self.digits, shape, text) == self.hexdigest:
+            return None
+        shown = "" if self.kind == "tensor" else f" {_describe(_number(answer))}"
+        compared = {"int": "exactly", "bool": "exactly", "str": "as text"}.get(
+            self.kind, f"to {self.digits} significant digits"
+        )
+        return f"your value{shown} is not the right one (compared {compared})"
+
+
+def _with_label(expected: Any, label: str) -> Any:
+    """Tell every :class:`Reference` inside ``expected`` the exercise it belongs to."""
+    if isinstance(expected, Reference):
+        expected.label = label
+    elif isinstance(expected, Mapping):
+        for value in expected.values():
+            _with_label(value, label)
+    elif isinstance(expected, Sequence) and not isinstance(expected, str):
+        for value in expected:
+            _with_label(value, label)
+    return expected
+
+
 def _difference(answer: Any, expected: Any, rtol: float, atol: float) -> str | None:
     """None when ``answer`` matches ``expected``; otherwise what differs, in words."""
+    if isinstance(expected, Reference):
+        return expected.difference(answer)
     want = _as_array(expected)
     if want is not None:
         got = _as_array(answer)
@@ -159,6 +359,7 @@ def check(
     hint: str = "",
     mistakes: Mapping[str, Any] | None = None,
     given: Any = _NOT_GIVEN,
+    against: str = "",
     rtol: float = 1e-6,
     atol: float = 1e-9,
 ) -> None:
@@ -170,14 +371,17 @@ def check(
             not answered yet. A function (``lambda: swapped(x, x, x)``) is called first, so a
             check can use the student's objects; an error in it is reported as a wrong answer.
         expected: the right answer: a tensor or array (compared by shape, then values with
-            ``rtol``/``atol``), a number, a bool, a string (case-insensitive), or a list,
-            tuple or dict of those.
+            ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
+            :class:`Reference` (a digest: the value is not shown), or a list, tuple or dict
+            of those. A function is called first (after the answer's).
         why: one sentence said when the answer is right (what it shows).
         hint: one sentence added when the answer is wrong and matches no known mistake.
         mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer equal to
             one of these values is named ("this is what you get when ...").
         given: the student's names the answer is computed from (a value or a tuple), when
             ``answer`` is a function: any of them still ``...`` means not answered yet.
+        against: what ``expected`` is, named when the answer differs from it (for
+            example ``"PyTorch's nn.MultiheadAttention"``): the property that failed.
         rtol, atol: tolerances for floating-point comparisons.
 
     Prints the verdict and returns nothing (so a notebook cell shows only the sentence).
@@ -185,6 +389,10 @@ def check(
     Raises:
         WrongAnswer: the answer is wrong; the message says what differs and why.
     """
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"label must be an exercise label such as 'ch02-ex1', got {label!r}")
+    if not isinstance(against, str):
+        raise ValueError(f"against must be a phrase naming the reference, got {against!r}")
     name = exercise_name(label)
     if _unanswered(answer if given is _NOT_GIVEN else given):
         print(f"○ {name}: not answered yet. Replace the ... above with your answer, run that cell, then this one.")
@@ -195,14 +403,76 @@ def check(
         failure = f"{type(error).__name__}: {error}"
         raise WrongAnswer(f"✗ {name}: not right: using your answer fails with {failure}") from error
     expected = expected() if isinstance(expected, types.FunctionType) else expected
+    _with_label(expected, label)
+    for value in (mistakes or {}).values():
+        _with_label(value, label)
     reason = _difference(answer, expected, rtol, atol)
     if reason is None:
         print(f"✓ {name}: right." + (f" {why}" if why else ""))
         return
+    if against:
+        reason = f"not the same as {against}: {reason}"
     for mistake, value in (mistakes or {}).items():
         if _difference(answer, value, rtol, atol) is None:
             raise WrongAnswer(f"✗ {name}: not right. This is what you get when {mistake}. ({reason}.)")
     raise WrongAnswer(f"✗ {name}: not right: {reason}." + (f" {hint}" if hint else ""))
+
+
+def check_that(
+    label: str,
+    properties: Sequence[tuple[str, Any]],
+    *,
+    given: Any,
+    why: str = "",
+    hint: str = "",
+) -> None:
+    """Check an answer by the properties a right answer has; name the first that fails.
+
+    Args:
+        label: the exercise's label, for example ``"ch06-ex4"``.
+        properties: ``[(what a right answer does, a function returning True if it does)]``,
+            in order: shape first, then what it means ("the weights sum to one over the
+            source", "the same output as PyTorch's"). Each function takes no argument and
+            reads the student's objects; an error in it counts as the property failing.
+        given: the student's names the properties read (a value or a tuple): any of them
+            still ``...`` means not answered yet.
+        why: one sentence said when every property holds.
+        hint: one sentence added when a property fails.
+
+    Raises:
+        WrongAnswer: a property does not hold; the message names it.
+        ValueError: ``properties`` is empty or not a list of (text, function) pairs.
+    """
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"label must be an exercise label such as 'ch02-ex1', got {label!r}")
+    if (
+        isinstance(properties, str | bytes)
+        or not isinstance(properties, Sequence)
+        or not properties
+        or not all(
+            isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and callable(p[1]) for p in properties
+        )
+    ):
+        raise ValueError(
+            f"properties must be a non-empty list of (description, function) pairs, got {_describe(properties)}"
+        )
+    name = exercise_name(label)
+    if _unanswered(given):
+        print(f"○ {name}: not answered yet. Replace the ... above with your answer, run that cell, then this one.")
+        return
+    for text, holds in properties:
+        try:
+            ok = holds()
+            failure = ""
+        except Exception as error:
+            ok, failure = False, f" (checking it fails with {type(error).__name__}: {error})"
+        if isinstance(ok, torch.Tensor | np.ndarray):
+            ok = bool(ok.all())
+        if not ok:
+            raise WrongAnswer(
+                f"✗ {name}: not right: this property does not hold: {text}{failure}." + (f" {hint}" if hint else "")
+            )
+    print(f"✓ {name}: right." + (f" {why}" if why else ""))
 
 
 def quiz(questions: list[dict], key: str) -> None:
