@@ -1,7 +1,8 @@
 """Decoding speed of the shipped model, before and after issue #26's KV cache.
 
-    python tools/bench_decoding.py                  # measure now, print beside "before"
-    python tools/bench_decoding.py --save before    # (once, on the old code) record it
+    python tools/bench_decoding.py                # measure now, print beside "before"
+    python tools/bench_decoding.py --paired TREE --before-commit 3aeecc6
+        # record before (the package in TREE) and after, timed in the same rounds
 
 Four settings are timed: greedy decoding and the book's cached beam search (beam 4,
 alpha 0.6), each on one sentence at a time (batch 1) and on 32 sentences at once
@@ -9,9 +10,12 @@ alpha 0.6), each on one sentence at a time (batch 1) and on 32 sentences at once
 2 CPU threads. The settings alternate, round after round, so that a slow spell of the
 machine hits them alike; each reports the median of its rounds in sentences per second.
 
-The "before" numbers come from ``book/metrics/bench_decoding_before.json`` (measured
-on the commit named there, on the same kind of machine); ``main()`` measures "after"
-now and prints both. ``tools/bench.py`` (``make bench``) calls :func:`main`.
+The "before" numbers come from ``book/metrics/bench_decoding_before.json``: the
+code of the commit named there, timed with ``--paired`` in the same rounds as the
+code after the change (``bench_decoding_after.json``), so that both saw the same
+machine. ``main()`` measures "after" now and prints it beside them; on a shared
+machine compare the recorded pair, or run ``--paired`` again. ``tools/bench.py``
+(``make bench``) calls :func:`main`.
 """
 
 from __future__ import annotations
@@ -76,8 +80,7 @@ def _settings(
     }
 
 
-def measure(rounds: int = 7, warmup: int = 1) -> dict:
-    """Sentences per second of the four settings, medians of ``rounds`` rounds."""
+def _setup() -> dict[str, tuple[Work, int]]:
     from aiayn_helpers.data import load_multi30k
 
     torch.set_num_threads(THREADS)
@@ -85,17 +88,79 @@ def measure(rounds: int = 7, warmup: int = 1) -> dict:
     sources = [de for de, _ in load_multi30k("test2016", limit=32)]
     src_32 = ah.encode_sources(tokenizer, sources)
     src_1 = [ah.encode_sources(tokenizer, [s]) for s in sources[:BATCH_1_SENTENCES]]
-    settings = _settings(model, src_1, src_32)
+    return _settings(model, src_1, src_32)
+
+
+def _timed(work: Work) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def measure(rounds: int = 7, warmup: int = 1) -> dict:
+    """Sentences per second of the four settings, medians of ``rounds`` rounds."""
+    settings = _setup()
     times: dict[str, list[float]] = {name: [] for name in settings}
     for r in range(warmup + rounds):
         for name, (work, _) in settings.items():
-            start = time.perf_counter()
-            work()
+            t = _timed(work)
             if r >= warmup:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(t)
+    sentences = {name: n for name, (_, n) in settings.items()}
+    return _result(times, sentences, rounds, _commit())
+
+
+def _worker() -> None:
+    """``--worker``: time the setting named on each line of stdin, print seconds."""
+    settings = _setup()
+    print(json.dumps({name: n for name, (_, n) in settings.items()}), flush=True)
+    for line in sys.stdin:
+        print(_timed(settings[line.strip()][0]), flush=True)
+
+
+def measure_paired(tree: Path, rounds: int = 7, warmup: int = 1) -> tuple[dict, dict]:
+    """Before and after in the same rounds: the package in ``tree`` (the old code,
+    for example ``git archive 3aeecc6 aiayn_helpers | tar -x -C TREE``) and this one,
+    each in a worker process, timed in turn, setting by setting, round after round.
+    """
+    import os
+
+    workers = {}
+    for side, path in (("before", tree), ("after", ROOT)):
+        env = dict(os.environ, PYTHONPATH=str(path))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker"]
+        workers[side] = subprocess.Popen(
+            cmd,
+            cwd=tree,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+    sentences = {side: json.loads(w.stdout.readline()) for side, w in workers.items()}
+    times = {side: {name: [] for name in sentences[side]} for side in workers}
+    try:
+        for r in range(warmup + rounds):
+            for name in sentences["after"]:
+                for side, w in workers.items():
+                    w.stdin.write(name + "\n")
+                    w.stdin.flush()
+                    t = float(w.stdout.readline())
+                    if r >= warmup:
+                        times[side][name].append(t)
+    finally:
+        for w in workers.values():
+            w.stdin.close()
+            w.wait()
+    before = _result(times["before"], sentences["before"], rounds, "unknown")
+    after = _result(times["after"], sentences["after"], rounds, _commit())
+    return before, after
+
+
+def _result(times: dict, sentences: dict, rounds: int, commit: str) -> dict:
     result = {
         name: {
-            "sentences_per_s": round(settings[name][1] / statistics.median(t), 2),
+            "sentences_per_s": round(sentences[name] / statistics.median(t), 2),
             "round_s": [round(x, 4) for x in t],
         }
         for name, t in times.items()
@@ -106,29 +171,35 @@ def measure(rounds: int = 7, warmup: int = 1) -> dict:
         "sentences": "the first 32 of test2016; batch 1: the first 8, one by one",
         "rounds": rounds,
         "threads": THREADS,
-        "commit": _commit(),
+        "commit": commit,
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,
     }
 
 
-def report(before: dict | None, after: dict) -> None:
-    threads = after["threads"]
-    print(f"Decoding speed, shipped model, {threads} CPU threads, sentences/s")
+def report(before: dict | None, paired_after: dict | None, now: dict | None) -> None:
+    """A table: the recorded before and after (timed in the same rounds), their ratio,
+    and the speed measured now (on this machine, at this moment)."""
+    some = now or paired_after
+    if some is None:
+        return
+    print(f"Decoding speed, shipped model, {some['threads']} CPU threads, sentences/s")
     print("(medians of interleaved rounds)")
-    header = f"  {'setting':16s} {'before':>9s} {'after':>9s} {'ratio':>7s}"
-    print(header)
-    for name, a in after["settings"].items():
-        b = before["settings"].get(name) if before else None
-        if b:
-            ratio = a["sentences_per_s"] / b["sentences_per_s"]
-            old, new = b["sentences_per_s"], a["sentences_per_s"]
-            print(f"  {name:16s} {old:9.2f} {new:9.2f} {ratio:6.2f}x")
-        else:
-            print(f"  {name:16s} {'-':>9s} {a['sentences_per_s']:9.2f}")
-    if before:
-        old, new = before["commit"][:10], after["commit"][:10]
-        print(f"  before: commit {old}; after: commit {new} (and the working tree)")
+    print(f"  {'setting':16s} {'before':>9s} {'after':>9s} {'ratio':>7s} {'now':>9s}")
+
+    def speed(data: dict | None, name: str) -> float | None:
+        return data["settings"][name]["sentences_per_s"] if data else None
+
+    for name in some["settings"]:
+        old, new = speed(before, name), speed(paired_after, name)
+        current = speed(now, name)
+        cells = [f"{x:9.2f}" if x else f"{'-':>9s}" for x in (old, new)]
+        cells.append(f"{new / old:6.2f}x" if old and new else f"{'-':>7s}")
+        cells.append(f"{current:9.2f}" if current else f"{'-':>9s}")
+        print(f"  {name:16s} " + " ".join(cells))
+    for label, data in (("before", before), ("after", paired_after), ("now", now)):
+        if data:
+            print(f"  {label}: commit {data['commit'][:10]}")
 
 
 def main(argv: Sequence[str] = ()) -> dict:
@@ -136,26 +207,34 @@ def main(argv: Sequence[str] = ()) -> dict:
     parser = argparse.ArgumentParser(description="Decoding speed, before and after")
     parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
     parser.add_argument(
-        "--save",
-        choices=["before", "after"],
-        help="write the measurement to book/metrics",
+        "--paired",
+        metavar="TREE",
+        help="also time the package in TREE (the old code), round by round with this"
+        " one, and write both to book/metrics (the recorded before and after)",
     )
-    parser.add_argument("--json", help="also write the measurement to this file")
+    parser.add_argument("--before-commit", help="with --paired: the commit TREE holds")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
+    if args.worker:
+        _worker()
+        return {}
     if args.rounds < 1:
         raise ValueError(f"--rounds must be at least 1, got {args.rounds}")
-    after = measure(rounds=args.rounds)
-    if args.save:
-        path = BEFORE if args.save == "before" else AFTER
-        path.write_text(json.dumps(after, indent=2) + "\n")
-        print(f"wrote {path.relative_to(ROOT)}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(after, indent=2) + "\n")
-    before = None
-    if BEFORE.exists() and args.save != "before":
-        before = json.loads(BEFORE.read_text())
-    report(before, after)
-    return after
+    if args.paired:
+        before, after = measure_paired(Path(args.paired).resolve(), rounds=args.rounds)
+        before["commit"] = args.before_commit or "unknown"
+        note = "timed in the same rounds as the other file (--paired)"
+        for data, path in ((before, BEFORE), (after, AFTER)):
+            data["paired"] = note
+            path.write_text(json.dumps(data, indent=2) + "\n")
+            print(f"wrote {path.relative_to(ROOT)}")
+        report(before, after, None)
+        return after
+    now = measure(rounds=args.rounds)
+    files = (BEFORE, AFTER)
+    before, after = (json.loads(f.read_text()) if f.exists() else None for f in files)
+    report(before, after, now)
+    return now
 
 
 if __name__ == "__main__":
