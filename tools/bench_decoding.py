@@ -157,6 +157,13 @@ def measure_paired(tree: Path, rounds: int = 7, warmup: int = 1) -> tuple[dict, 
     return before, after
 
 
+def _paired_speedup(before_s: list[float], after_s: list[float]) -> float:
+    """Median over the rounds of before's time / after's time in the same round: a
+    slow spell of the machine that hits one round hits both sides of its ratio."""
+    ratios = [b / a for b, a in zip(before_s, after_s, strict=True)]
+    return round(statistics.median(ratios), 3)
+
+
 def _result(times: dict, sentences: dict, rounds: int, commit: str) -> dict:
     result = {
         name: {
@@ -184,7 +191,8 @@ def report(before: dict | None, paired_after: dict | None, now: dict | None) -> 
     if some is None:
         return
     print(f"Decoding speed, shipped model, {some['threads']} CPU threads, sentences/s")
-    print("(medians of interleaved rounds)")
+    print("(medians of interleaved rounds; ratio: after / before, the median of the")
+    print(" ratios of rounds timed together when the two were recorded with --paired)")
     print(f"  {'setting':16s} {'before':>9s} {'after':>9s} {'ratio':>7s} {'now':>9s}")
 
     def speed(data: dict | None, name: str) -> float | None:
@@ -194,7 +202,9 @@ def report(before: dict | None, paired_after: dict | None, now: dict | None) -> 
         old, new = speed(before, name), speed(paired_after, name)
         current = speed(now, name)
         cells = [f"{x:9.2f}" if x else f"{'-':>9s}" for x in (old, new)]
-        cells.append(f"{new / old:6.2f}x" if old and new else f"{'-':>7s}")
+        paired = paired_after["settings"][name].get("speedup_paired") if new else None
+        ratio = paired or (new / old if old and new else None)
+        cells.append(f"{ratio:6.2f}x" if ratio else f"{'-':>7s}")
         cells.append(f"{current:9.2f}" if current else f"{'-':>9s}")
         print(f"  {name:16s} " + " ".join(cells))
     for label, data in (("before", before), ("after", paired_after), ("now", now)):
@@ -224,6 +234,9 @@ def main(argv: Sequence[str] = ()) -> dict:
         before, after = measure_paired(Path(args.paired).resolve(), rounds=args.rounds)
         before["commit"] = args.before_commit or "unknown"
         note = "timed in the same rounds as the other file (--paired)"
+        for name, timing in after["settings"].items():
+            old = before["settings"][name]["round_s"]
+            timing["speedup_paired"] = _paired_speedup(old, timing["round_s"])
         for data, path in ((before, BEFORE), (after, AFTER)):
             data["paired"] = note
             path.write_text(json.dumps(data, indent=2) + "\n")
