@@ -64,6 +64,8 @@ class WrongAnswer(AssertionError):
 
 
 _NOT_GIVEN = object()
+_NOT_ANSWERED = "not answered yet. Replace the ... above with your answer, "
+_NOT_ANSWERED += "run that cell, then this one."
 
 
 def _unanswered(value: Any) -> bool:
@@ -105,7 +107,8 @@ def _describe(x: Any) -> str:
 
 
 _KINDS = ("bool", "int", "float", "str", "tensor")
-_MARGIN = 1e-10  # a float reference must round the same when moved by this relative amount
+# a float reference must round the same when moved by this relative amount
+_MARGIN = 1e-10
 
 
 def _number(x: Any) -> Any:
@@ -131,10 +134,17 @@ def _kind(value: Any) -> str:
         return "float"
     if isinstance(value, str):
         return "str"
-    raise ValueError(f"a reference is a bool, an int, a float, a str or a tensor of numbers; got {_describe(value)}")
+    expected = "a bool, an int, a float, a str or a tensor of numbers"
+    raise ValueError(f"a reference is {expected}; got {_describe(value)}")
 
 
-_ZERO = 1e-12  # a float of smaller size is rounded to 0 (a rounding error of an exact 0)
+# a float of smaller size is rounded to 0 (a rounding error of an exact 0)
+_ZERO = 1e-12
+
+
+def _require_label(label: Any) -> None:
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"label must be an exercise label like 'ch02-ex1': {label!r}")
 
 
 def _float_text(x: float, digits: int) -> str:
@@ -190,8 +200,7 @@ def reference(label: str, value: Any, *, digits: int = 6) -> str:
             that lies so close to a rounding boundary that an answer differing only by
             rounding errors could round the other way (choose other ``digits``).
     """
-    if not isinstance(label, str) or not label:
-        raise ValueError(f"label must be an exercise label such as 'ch02-ex1', got {label!r}")
+    _require_label(label)
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= 15:
         raise ValueError(f"digits must be an int from 1 to 15, got {digits!r}")
     kind = _kind(value)
@@ -211,11 +220,16 @@ def reference(label: str, value: Any, *, digits: int = 6) -> str:
                 )
     shape = tuple(value.shape) if kind == "tensor" else ()
     text = _canonical(value, kind, digits)
-    return f"sha256:{kind}:{digits}:{','.join(map(str, shape))}:" + _hash(label, kind, digits, shape, text)
+    digest = _hash(label, kind, digits, shape, text)
+    return f"sha256:{kind}:{digits}:{','.join(map(str, shape))}:{digest}"
+
+
+_WANTED = {"bool": "True or False", "int": "a whole number", "float": "a number"}
+_WANTED["str"] = "text"
 
 
 class Reference:
-    """A right answer (or a known mistake's value) kept as a digest made by :func:`reference`.
+    """A right answer (or a mistake's value) kept as a digest made by :func:`reference`.
 
     :func:`check` compares an answer with it by rounding the answer the same way and
     comparing digests, so the check cell holds no value a student could read.
@@ -242,19 +256,19 @@ class Reference:
         return f"Reference({self.kind}, {self.digits} digits)"
 
     def difference(self, answer: Any) -> str | None:
-        """None when ``answer`` rounds to the reference; otherwise what differs, in words."""
+        """None when ``answer`` rounds to the reference; else what differs, in words."""
         if self.label is None:
-            raise ValueError("a Reference is compared inside check(), which knows the label")
+            raise ValueError("a Reference is compared inside check(), with a label")
         if self.kind == "tensor":
             got = _as_array(answer)
             if got is None:
-                return f"expected a tensor of shape {self.shape}, got {_describe(answer)}"
+                got = _describe(answer)
+                return f"expected a tensor of shape {self.shape}, got {got}"
             if tuple(got.shape) != self.shape:
                 return f"expected shape {self.shape}, got shape {tuple(got.shape)}"
         text = _canonical(answer, self.kind, self.digits)
         if text is None:
-            wanted = {"bool": "True or False", "int": "a whole number", "float": "a number",
-                      "str": "text"}.get(self.kind, "a tensor of numbers")  # fmt: skip
+            wanted = _WANTED.get(self.kind, "a tensor of numbers")
             return f"expected {wanted}, got {_describe(answer)}"
         shape = self.shape if self.kind == "tensor" else ()
         if _hash(self.label, self.kind, self.digits, shape, text) == self.hexdigest:
@@ -372,8 +386,8 @@ def check(
             check can use the student's objects; an error in it is reported as a wrong answer.
         expected: the right answer: a tensor or array (compared by shape, then values with
             ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
-            :class:`Reference` (a digest: the value is not shown), or a list, tuple or dict
-            of those. A function is called first (after the answer's).
+            :class:`Reference` (a digest: the value is not shown), or a list, tuple
+            or dict of those. A function is called first (after the answer's).
         why: one sentence said when the answer is right (what it shows).
         hint: one sentence added when the answer is wrong and matches no known mistake.
         mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer equal to
@@ -389,13 +403,12 @@ def check(
     Raises:
         WrongAnswer: the answer is wrong; the message says what differs and why.
     """
-    if not isinstance(label, str) or not label:
-        raise ValueError(f"label must be an exercise label such as 'ch02-ex1', got {label!r}")
+    _require_label(label)
     if not isinstance(against, str):
-        raise ValueError(f"against must be a phrase naming the reference, got {against!r}")
+        raise ValueError(f"against must be a phrase naming the reference: {against!r}")
     name = exercise_name(label)
     if _unanswered(answer if given is _NOT_GIVEN else given):
-        print(f"○ {name}: not answered yet. Replace the ... above with your answer, run that cell, then this one.")
+        print(f"○ {name}: {_NOT_ANSWERED}")
         return
     try:
         answer = answer() if isinstance(answer, types.FunctionType) else answer
@@ -418,6 +431,12 @@ def check(
     raise WrongAnswer(f"✗ {name}: not right: {reason}." + (f" {hint}" if hint else ""))
 
 
+def _is_property(pair: Any) -> bool:
+    if not isinstance(pair, tuple) or len(pair) != 2:
+        return False
+    return isinstance(pair[0], str) and callable(pair[1])
+
+
 def check_that(
     label: str,
     properties: Sequence[tuple[str, Any]],
@@ -430,9 +449,9 @@ def check_that(
 
     Args:
         label: the exercise's label, for example ``"ch06-ex4"``.
-        properties: ``[(what a right answer does, a function returning True if it does)]``,
+        properties: ``[(what a right answer does, a function: True if it does)]``,
             in order: shape first, then what it means ("the weights sum to one over the
-            source", "the same output as PyTorch's"). Each function takes no argument and
+            source", "the same output as PyTorch's"). Each function takes no argument,
             reads the student's objects; an error in it counts as the property failing.
         given: the student's names the properties read (a value or a tuple): any of them
             still ``...`` means not answered yet.
@@ -443,35 +462,32 @@ def check_that(
         WrongAnswer: a property does not hold; the message names it.
         ValueError: ``properties`` is empty or not a list of (text, function) pairs.
     """
-    if not isinstance(label, str) or not label:
-        raise ValueError(f"label must be an exercise label such as 'ch02-ex1', got {label!r}")
+    _require_label(label)
     if (
         isinstance(properties, str | bytes)
         or not isinstance(properties, Sequence)
         or not properties
-        or not all(
-            isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and callable(p[1]) for p in properties
-        )
+        or not all(_is_property(p) for p in properties)
     ):
-        raise ValueError(
-            f"properties must be a non-empty list of (description, function) pairs, got {_describe(properties)}"
-        )
+        got = _describe(properties)
+        raise ValueError(f"properties must be a list of (text, function) pairs: {got}")
     name = exercise_name(label)
     if _unanswered(given):
-        print(f"○ {name}: not answered yet. Replace the ... above with your answer, run that cell, then this one.")
+        print(f"○ {name}: {_NOT_ANSWERED}")
         return
     for text, holds in properties:
         try:
             ok = holds()
             failure = ""
         except Exception as error:
-            ok, failure = False, f" (checking it fails with {type(error).__name__}: {error})"
+            failure = f" (checking it fails with {type(error).__name__}: {error})"
+            ok = False
         if isinstance(ok, torch.Tensor | np.ndarray):
             ok = bool(ok.all())
         if not ok:
-            raise WrongAnswer(
-                f"✗ {name}: not right: this property does not hold: {text}{failure}." + (f" {hint}" if hint else "")
-            )
+            message = f"✗ {name}: not right: this property does not hold: {text}"
+            message += f"{failure}."
+            raise WrongAnswer(message + (f" {hint}" if hint else ""))
     print(f"✓ {name}: right." + (f" {why}" if why else ""))
 
 
