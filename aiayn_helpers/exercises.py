@@ -18,8 +18,9 @@ right or wrong, and why::
 A check cell never shows the answer. It compares with something the student
 cannot read the answer off:
 
-* a property (:func:`check_that`: "the weights sum to one", "the output does not
-  change when the positions are permuted"), named in the message when it fails;
+* a property (``check(label, properties=[...], given=...)``, that is
+  :func:`check_that`: "the weights sum to one", "the output does not change when
+  the positions are permuted"), named in the message when it fails;
 * a computation with PyTorch or the package that is not the exercise's solution
   (``F.scaled_dot_product_attention``, ``ah.count_parameters``);
 * a :class:`Reference`: the answer's SHA-256 digest (made once with
@@ -366,9 +367,10 @@ def _difference(answer: Any, expected: Any, rtol: float, atol: float) -> str | N
 
 def check(
     label: str,
-    answer: Any,
-    expected: Any,
+    answer: Any = _NOT_GIVEN,
+    expected: Any = _NOT_GIVEN,
     *,
+    properties: Sequence[tuple[str, Any]] | None = None,
     why: str = "",
     hint: str = "",
     mistakes: Mapping[str, Any] | None = None,
@@ -392,6 +394,8 @@ def check(
         hint: one sentence added when the answer is wrong and matches no known mistake.
         mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer equal to
             one of these values is named ("this is what you get when ...").
+        properties: instead of ``answer`` and ``expected``, what a right answer does:
+            ``check(label, properties=[...], given=...)`` is :func:`check_that`.
         given: the student's names the answer is computed from (a value or a tuple), when
             ``answer`` is a function: any of them still ``...`` means not answered yet.
         against: what ``expected`` is, named when the answer differs from it (for
@@ -403,6 +407,13 @@ def check(
     Raises:
         WrongAnswer: the answer is wrong; the message says what differs and why.
     """
+    if properties is not None:
+        if answer is not _NOT_GIVEN or expected is not _NOT_GIVEN or given is _NOT_GIVEN:
+            raise ValueError("check(label, properties=[...], given=...) takes no answer or expected")
+        check_that(label, properties, given=given, why=why, hint=hint)
+        return
+    if answer is _NOT_GIVEN or expected is _NOT_GIVEN:
+        raise ValueError("check() needs an answer and an expected value, or properties=[...]")
     _require_label(label)
     if not isinstance(against, str):
         raise ValueError(f"against must be a phrase naming the reference: {against!r}")

@@ -323,6 +323,22 @@ def test_check_that_names_the_property_that_fails(capsys):
             check_that("ch01-ex1", bad, given=weights)
 
 
+def test_check_takes_properties_instead_of_an_expected_value(capsys):
+    mask = torch.ones(3, 3, dtype=torch.bool).tril()
+    causal = [("no position attends to a later one", lambda: not mask.triu(1).any())]
+    check("ch06-ex1", properties=causal, given=mask, why="Causal.")
+    assert capsys.readouterr().out == "✓ Exercise 6.1: right. Causal.\n"
+    mask = torch.ones(3, 3, dtype=torch.bool)
+    with pytest.raises(WrongAnswer, match="does not hold: no position attends to a later one"):
+        check("ch06-ex1", properties=causal, given=mask)
+    with pytest.raises(ValueError, match="takes no answer or expected"):
+        check("ch06-ex1", mask, properties=causal, given=mask)
+    with pytest.raises(ValueError, match="takes no answer or expected"):
+        check("ch06-ex1", properties=causal)  # given= says what the student answered
+    with pytest.raises(ValueError, match="needs an answer and an expected value"):
+        check("ch06-ex1", mask)
+
+
 def test_quiz_output_is_the_same_every_run(monkeypatch):
     pytest.importorskip("jupyterquiz")
     import jupyterquiz.dynamic.display as shown
