@@ -502,7 +502,7 @@ _ARRAY_MAKERS = {"tensor", "array", "asarray", "as_tensor", "full", "Tensor"}
 
 
 def _literal_value(node: ast.AST) -> bool:
-    """True for a number or bool, or a container, unary/binary operation or array maker of them only."""
+    """True for a number or bool, or a container, operation, array maker or math function of them only."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, bool | int | float | complex)
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
@@ -515,10 +515,13 @@ def _literal_value(node: ast.AST) -> bool:
         return _literal_value(node.left) and _literal_value(node.right)
     if isinstance(node, ast.Lambda):
         return _literal_value(node.body)
+    if isinstance(node, ast.Attribute):  # math.e, math.pi
+        return getattr(node.value, "id", "") == "math"
     if isinstance(node, ast.Call):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        return name in _ARRAY_MAKERS and bool(node.args) and all(_literal_value(a) for a in node.args)
+        maker = name in _ARRAY_MAKERS or getattr(getattr(func, "value", None), "id", "") == "math"
+        return maker and bool(node.args) and all(_literal_value(a) for a in node.args)
     return False
 
 
@@ -627,6 +630,7 @@ def test_the_leak_rules_catch_what_they_are_for():
     assert leaks('check("a", x, lambda: (True, False))', solution, answers)
     assert leaks('check("a", x, R, mistakes={"m": 2 * 6 * 100})', solution, answers)
     assert leaks("n = 64 // 16", solution, answers) == ["arithmetic on numbers alone: 64 // 16"]
+    assert leaks('check("a", x, math.log(37000) - math.log(1 + 36999 / math.e))', solution, answers)
     assert leaks("p = torch.full((2, 3), PAD)", solution, answers)  # renamed, still the solution's statement
     assert leaks("f = lambda: model(src, torch.cat([tgt_in, q], 1))", solution, answers)  # the solution's call
     assert leaks('check("a", x, R, hint="use torch.full((2, 3), PAD)")', solution, answers)
