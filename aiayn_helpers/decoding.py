@@ -277,7 +277,8 @@ def _beam_search(
     bos_id, eos_id = bos_eos
     batch, device = src.shape[0], src.device
     vocab, pad_id = model.tgt_vocab_size, model.pad_id
-    longest = int(limits.max())  # (a host synchronisation, once)
+    limits_host = limits.tolist()  # (a host synchronisation, once)
+    longest, shortest = max(limits_host), min(limits_host)
     # encode once, then treat (sentence, beam) pairs as one batch of n * k rows
     memory, src_mask = (t.repeat_interleave(k, dim=0) for t in model.encode(src))
     cache = model.init_cache(memory, src_mask) if use_cache else None
@@ -301,8 +302,7 @@ def _beam_search(
         eos_scores = torch.where(is_eos[:, :k], top_scores[:, :k] / penalty, inf)
         eos_ids = seqs[top_row[:, :k], 1:]  # (n, k, longest): their prefixes
         # 2) the new beams: the best k candidates that do not end in <eos>
-        # (at most k of the 2k candidates end in <eos>, one per beam, so k remain);
-        # a stable sort puts the others first, in rank order
+        # (at most k of the 2k end in <eos>, one per beam); a stable sort, in rank order
         order = torch.sort(is_eos.long(), dim=1, stable=True).indices[:, :k]
         scores = top_scores.gather(1, order)
         parent = top_row.gather(1, order).view(-1)  # (n * k,)
@@ -310,25 +310,28 @@ def _beam_search(
         seqs[:, step] = top_tok.gather(1, order).view(-1)
         if cache is not None:  # ... and inherits its parent's keys and values
             cache.reorder(parent, cross=False)
+        new = [(eos_scores, eos_ids)]
         # 3) a sentence out of budget finishes its open beams as they are (no <eos>)
-        at_limit = limits[active] <= step  # (n,)
-        cut_scores = torch.where(at_limit[:, None], scores / penalty, inf)
-        cut_ids = seqs[:, 1:].view(n, k, longest)
+        if step >= shortest:  # (before the shortest limit, none is)
+            at_limit = limits[active] <= step  # (n,)
+            cut_scores = torch.where(at_limit[:, None], scores / penalty, inf)
+            new.append((cut_scores, seqs[:, 1:].view(n, k, longest)))
         # 4) each sentence keeps its k best finished hypotheses
-        fin = _keep_best(fin, [(eos_scores, eos_ids), (cut_scores, cut_ids)])
+        fin = _keep_best(fin, new)
         # 5) a sentence is done at its limit, or when it holds k finished hypotheses
         # and its best open beam, penalised now, scores no better than the worst
         worst = fin[0][:, k - 1]
-        done = at_limit | ((worst > inf) & (scores[:, 0] / penalty <= worst))
-        n_open = int((~done).sum())  # the one host synchronisation of the step
+        done = (worst > inf) & (scores[:, 0] / penalty <= worst)
+        if step >= shortest:
+            done |= at_limit
+        n_open = n - int(done.sum())  # the one host synchronisation of the step
         if n_open < n:  # the done sentences leave the batch, their best hypothesis out
             order = done.to(torch.uint8).sort(stable=True).indices  # open ones first
             keep, gone = order[:n_open], order[n_open:]
             for o, f in zip(out, fin, strict=True):
                 o[active[gone]] = f[gone, 0]
             if n_open == 0:
-                break
-            # every per-row input of the decoder follows
+                break  # else every per-row input of the decoder follows:
             rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
             active, scores, first_row = active[keep], scores[keep], first_row[:n_open]
             fin = tuple(f[keep] for f in fin)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -40,6 +41,7 @@ BEFORE = METRICS / "bench_decoding_before.json"
 AFTER = METRICS / "bench_decoding_after.json"
 THREADS = 2
 BATCH_1_SENTENCES = 8  # batch 1: this many sentences, one call each, per round
+PAUSE_S = 0.05  # --paired: the pause before each timing
 
 
 def _commit() -> str:
@@ -83,7 +85,7 @@ def _settings(
 def _setup() -> dict[str, tuple[Work, int]]:
     from aiayn_helpers.data import load_multi30k
 
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(int(os.environ.get("AIAYN_BENCH_THREADS", THREADS)))
     model, tokenizer = ah.load_pretrained()
     sources = [de for de, _ in load_multi30k("test2016", limit=32)]
     src_32 = ah.encode_sources(tokenizer, sources)
@@ -123,8 +125,6 @@ def measure_paired(tree: Path, rounds: int = 7, warmup: int = 1) -> tuple[dict, 
     for example ``git archive 3aeecc6 aiayn_helpers | tar -x -C TREE``) and this one,
     each in a worker process, timed in turn, setting by setting, round after round.
     """
-    import os
-
     workers = {}
     for side, path in (("before", tree), ("after", ROOT)):
         env = dict(os.environ, PYTHONPATH=str(path))
@@ -142,7 +142,11 @@ def measure_paired(tree: Path, rounds: int = 7, warmup: int = 1) -> tuple[dict, 
     try:
         for r in range(warmup + rounds):
             for name in sentences["after"]:
-                for side, w in workers.items():
+                # before first in even rounds, after first in odd ones: neither side
+                # always runs right after the other
+                for side in ("before", "after")[:: 1 if r % 2 == 0 else -1]:
+                    w = workers[side]
+                    time.sleep(PAUSE_S)  # the other worker's threads go idle
                     w.stdin.write(name + "\n")
                     w.stdin.flush()
                     t = float(w.stdout.readline())
@@ -164,10 +168,25 @@ def _paired_speedup(before_s: list[float], after_s: list[float]) -> float:
     return round(statistics.median(ratios), 3)
 
 
+def _pooled(results: list[dict]) -> dict:
+    """One result from several, their rounds put together."""
+    pooled = dict(results[0])
+    names = list(results[0]["settings"])
+    times = {}
+    for n in names:
+        times[n] = [t for r in results for t in r["settings"][n]["round_s"]]
+    sentences = {n: results[0]["settings"][n]["sentences"] for n in names}
+    rounds = sum(r["rounds"] for r in results)
+    pooled.update(_result(times, sentences, rounds, pooled["commit"]))
+    pooled["worker_processes"] = len(results)
+    return pooled
+
+
 def _result(times: dict, sentences: dict, rounds: int, commit: str) -> dict:
     result = {
         name: {
             "sentences_per_s": round(sentences[name] / statistics.median(t), 2),
+            "sentences": sentences[name],
             "round_s": [round(x, 4) for x in t],
         }
         for name, t in times.items()
@@ -177,7 +196,7 @@ def _result(times: dict, sentences: dict, rounds: int, commit: str) -> dict:
         "model": "ah.load_pretrained() (multi30k), float32",
         "sentences": "the first 32 of test2016; batch 1: the first 8, one by one",
         "rounds": rounds,
-        "threads": THREADS,
+        "threads": torch.get_num_threads(),
         "commit": commit,
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,
@@ -223,6 +242,13 @@ def main(argv: Sequence[str] = ()) -> dict:
         " one, and write both to book/metrics (the recorded before and after)",
     )
     parser.add_argument("--before-commit", help="with --paired: the commit TREE holds")
+    parser.add_argument("--threads", type=int, default=THREADS, help="CPU threads (2)")
+    parser.add_argument(
+        "--restarts",
+        type=int,
+        default=4,
+        help="with --paired: pairs of worker processes",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
     if args.worker:
@@ -230,8 +256,17 @@ def main(argv: Sequence[str] = ()) -> dict:
         return {}
     if args.rounds < 1:
         raise ValueError(f"--rounds must be at least 1, got {args.rounds}")
+    if args.restarts < 1:
+        raise ValueError(f"--restarts must be at least 1, got {args.restarts}")
+    if args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    os.environ["AIAYN_BENCH_THREADS"] = str(args.threads)  # (the workers inherit it)
     if args.paired:
-        before, after = measure_paired(Path(args.paired).resolve(), rounds=args.rounds)
+        # a process's speed can differ from the next one's by several per cent (its
+        # memory layout, its core): each pair of workers runs rounds / restarts rounds
+        tree, each = Path(args.paired).resolve(), -(-args.rounds // args.restarts)
+        pairs = [measure_paired(tree, rounds=each) for _ in range(args.restarts)]
+        before, after = (_pooled([pair[i] for pair in pairs]) for i in (0, 1))
         before["commit"] = args.before_commit or "unknown"
         note = "timed in the same rounds as the other file (--paired)"
         for name, timing in after["settings"].items():
