@@ -1,8 +1,10 @@
 """Decoding speed of the shipped model, before and after issue #26's KV cache.
 
     python tools/bench_decoding.py                # measure now, print beside "before"
+    git archive 3aeecc6 aiayn_helpers | tar -x -C TREE   # the code before
     python tools/bench_decoding.py --paired TREE --before-commit 3aeecc6
-        # record before (the package in TREE) and after, timed in the same rounds
+        # record before (the package in TREE) and after, timed in the same rounds,
+        # in --restarts pairs of worker processes, the side that goes first alternating
 
 Four settings are timed: greedy decoding and the book's cached beam search (beam 4,
 alpha 0.6), each on one sentence at a time (batch 1) and on 32 sentences at once
