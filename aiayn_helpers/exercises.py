@@ -107,7 +107,7 @@ def _describe(x: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_KINDS = ("bool", "int", "float", "str", "tensor")
+_KINDS = ("bool", "int", "float", "str", "tensor", "near")
 # a float reference must round the same when moved by this relative amount
 _MARGIN = 1e-10
 
@@ -182,7 +182,7 @@ def _hash(label: str, kind: str, digits: int, shape: tuple, text: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def reference(label: str, value: Any, *, digits: int = 6) -> str:
+def reference(label: str, value: Any, *, digits: int = 6, within: float | None = None) -> str:
     """The digest of a right answer, to paste into a check cell as ``Reference("...")``.
 
     Args:
@@ -192,9 +192,12 @@ def reference(label: str, value: Any, *, digits: int = 6) -> str:
             (compared after rounding to ``digits`` significant digits), or a string
             (compared without case and surrounding spaces).
         digits: significant digits kept for floats and tensors, 1 to 15.
+        within: for a number that may differ a little from one machine to another (a
+            BLEU score of decoded text): an answer within ``within`` of ``value`` is
+            right, one more than ``2 * within`` away is wrong (no rounding boundary).
 
     Returns:
-        ``"sha256:<kind>:<digits>:<shape>:<hex digest>"``.
+        ``"sha256:<kind>:<digits>:<shape or within>:<hex digest>"``.
 
     Raises:
         ValueError: for another type of value, ``digits`` out of range, or a float
@@ -204,6 +207,8 @@ def reference(label: str, value: Any, *, digits: int = 6) -> str:
     _require_label(label)
     if not isinstance(digits, int) or isinstance(digits, bool) or not 1 <= digits <= 15:
         raise ValueError(f"digits must be an int from 1 to 15, got {digits!r}")
+    if within is not None:
+        return _reference_near(label, value, within)
     kind = _kind(value)
     if kind in ("float", "tensor"):
         numbers = _as_array(value) if kind == "tensor" else np.array([_number(value)])
@@ -223,6 +228,24 @@ def reference(label: str, value: Any, *, digits: int = 6) -> str:
     text = _canonical(value, kind, digits)
     digest = _hash(label, kind, digits, shape, text)
     return f"sha256:{kind}:{digits}:{','.join(map(str, shape))}:{digest}"
+
+
+def _grid(value: Any, within: float) -> int | None:
+    value = _number(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return math.floor(value / within)
+
+
+def _reference_near(label: str, value: Any, within: Any) -> str:
+    finite = isinstance(within, int | float) and not isinstance(within, bool) and math.isfinite(within)
+    if not finite or within <= 0:
+        raise ValueError(f"within must be a positive number, got {within!r}")
+    cell = _grid(value, float(within))
+    if cell is None:
+        raise ValueError(f"a reference with within= is a finite number, got {_describe(value)}")
+    digest = _hash(label, "near", 0, (), str(cell))
+    return f"sha256:near:0:{float(within)!r}:{digest}"
 
 
 _WANTED = {"bool": "True or False", "int": "a whole number", "float": "a number"}
@@ -250,7 +273,11 @@ class Reference:
                 f"'sha256:<kind>:<digits>:<shape>:<64 hex digits>'; got {digest!r}"
             )
         self.kind, self.digits, self.hexdigest = parts[1], int(parts[2]), parts[4]
-        self.shape = tuple(int(n) for n in parts[3].split(",") if n)
+        try:
+            self.within = float(parts[3]) if self.kind == "near" else None
+            self.shape = () if self.kind == "near" else tuple(int(n) for n in parts[3].split(",") if n)
+        except ValueError:
+            raise ValueError(f"a Reference's fourth field is a shape or a number: {digest!r}") from None
         self.label: str | None = None  # set by check()
 
     def __repr__(self) -> str:
@@ -260,6 +287,15 @@ class Reference:
         """None when ``answer`` rounds to the reference; else what differs, in words."""
         if self.label is None:
             raise ValueError("a Reference is compared inside check(), with a label")
+        if self.kind == "near":
+            cell = _grid(answer, self.within)
+            if cell is None:
+                return f"expected a number, got {_describe(answer)}"
+            digests = {_hash(self.label, "near", 0, (), str(cell + j)) for j in (-1, 0, 1)}
+            if self.hexdigest in digests:
+                return None
+            shown = _describe(_number(answer))
+            return f"your value {shown} is not within about {self.within:g} of the right one"
         if self.kind == "tensor":
             got = _as_array(answer)
             if got is None:

@@ -281,6 +281,21 @@ def test_reference_hides_the_value_and_compares_after_rounding(capsys):
         check("ch04-ex2", (True, 0), (Reference(reference("ch04-ex2", True)), Reference(reference("ch04-ex2", False))))
 
 
+def test_reference_within_accepts_a_small_difference_and_has_no_boundary():
+    near = Reference(reference("ch09-ex3", 2.54, within=0.1))
+    for close in (2.54, 2.45, 2.6, 2.63, 2.5 + 1e-12, 2.5 - 1e-12):  # across a boundary of the grid too
+        check("ch09-ex3", close, near)
+    for far in (2.2, 2.36, 2.75, -2.54):
+        with pytest.raises(WrongAnswer, match="is not within about 0.1 of the right one"):
+            check("ch09-ex3", far, near)
+    with pytest.raises(WrongAnswer, match="expected a number"):
+        check("ch09-ex3", "2.54", near)
+    with pytest.raises(ValueError, match="within must be a positive number"):
+        reference("ch09-ex3", 2.54, within=0)
+    with pytest.raises(ValueError, match="a finite number"):
+        reference("ch09-ex3", float("nan"), within=0.1)
+
+
 def test_reference_rejects_what_it_cannot_compare_safely():
     with pytest.raises(ValueError, match="rounding boundary"):
         reference("ch01-ex1", 0.125, digits=2)  # 0.12 or 0.13: an answer off by 1e-16 could round either way
