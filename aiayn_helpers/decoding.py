@@ -279,13 +279,13 @@ def _beam_search(
     vocab, pad_id = model.tgt_vocab_size, model.pad_id
     limits_host = limits.tolist()  # (a host synchronisation, once)
     longest, shortest = max(limits_host), min(limits_host)
-    # encode once, then treat (sentence, beam) pairs as one batch of n * k rows
-    memory, src_mask = (t.repeat_interleave(k, dim=0) for t in model.encode(src))
-    cache = model.init_cache(memory, src_mask) if use_cache else None
-    # every row's <bos> and tokens so far, then padding up to the longest limit
-    seqs = torch.full((batch * k, longest + 1), pad_id, dtype=torch.long, device=device)
-    seqs[:, 0] = bos_id
-    scores, fin, out = _start(batch, k, longest, pad_id, device)
+    # encode and project the cross-attention keys and values once per sentence, then
+    # treat (sentence, beam) pairs as one batch of n * k rows
+    memory, src_mask = model.encode(src)
+    beams = torch.arange(batch, device=device).repeat_interleave(k)  # (batch * k,)
+    cache = model.init_cache(memory, src_mask).reorder(beams) if use_cache else None
+    memory, src_mask = memory[beams], src_mask[beams]
+    seqs, scores, fin, out = _start(batch, k, longest, (pad_id, bos_id), device)
     inf, banned = float("-inf"), _banned(vocab, (pad_id, bos_id), torch.float64, device)
     active = torch.arange(batch, device=device)  # the sentence of each open row group
     first_row = active[:, None] * k  # (n, 1): the first row of each open sentence
@@ -357,14 +357,20 @@ def _banned(
     return banned
 
 
-def _start(batch: int, k: int, longest: int, pad_id: int, device: torch.device):
+def _start(batch: int, k: int, longest: int, pad_bos: tuple[int, int], device):
     """The state of a beam search before its first step.
+
+    ``seqs`` ``(batch * k, longest + 1)``: every row's ``<bos>`` and tokens so far,
+    then padding up to the longest limit.
 
     ``scores`` ``(batch, k)``: the beams' log-probabilities; only beam 0 is real at the
     start (the others are ``-inf``), so that the k beams do not pick the same tokens.
     ``fin``: each sentence's finished hypotheses (see :func:`_keep_best`), none yet.
     ``out``: each sentence's best one (scores, ids), filled when it is done.
     """
+    pad_id, bos_id = pad_bos
+    seqs = torch.full((batch * k, longest + 1), pad_id, dtype=torch.long, device=device)
+    seqs[:, 0] = bos_id
     inf = float("-inf")
     scores = torch.full((batch, k), inf, dtype=torch.float64, device=device)
     scores[:, 0] = 0.0
@@ -372,7 +378,7 @@ def _start(batch: int, k: int, longest: int, pad_id: int, device: torch.device):
         torch.full((batch, k), inf, dtype=torch.float64, device=device),
         torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device),
     )
-    return scores, fin, [t[:, 0].clone() for t in fin]
+    return seqs, scores, fin, [t[:, 0].clone() for t in fin]
 
 
 def _keep_best(
