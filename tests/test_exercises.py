@@ -269,21 +269,22 @@ def test_reference_hides_the_value_and_compares_after_rounding(capsys):
     with pytest.raises(WrongAnswer):  # the label is part of the digest
         check("ch07-ex3", 16000, Reference(digest))
     room = Reference(reference("ch06-ex3", 0.4605170185988091))
-    check("ch06-ex3", 0.4605170185988091 * (1 + 1e-12), room)  # rounding errors do not matter
+    check("ch06-ex3", 0.4605170185988091 * (1 + 1e-12), room)  # rounding errors pass
     with pytest.raises(WrongAnswer, match="compared to 6 significant digits"):
         check("ch06-ex3", 0.4605, room)
     table = torch.linspace(0, 1, 6, dtype=torch.float64).reshape(2, 3)
     check("ch04-ex4", table + 1e-13, Reference(reference("ch04-ex4", table)))
     with pytest.raises(WrongAnswer, match=r"expected shape \(2, 3\), got shape \(3, 2\)"):
         check("ch04-ex4", table.T, Reference(reference("ch04-ex4", table)))
-    check("ch04-ex2", (True, False), (Reference(reference("ch04-ex2", True)), Reference(reference("ch04-ex2", False))))
+    yes_no = (Reference(reference("ch04-ex2", True)), Reference(reference("ch04-ex2", False)))
+    check("ch04-ex2", (True, False), yes_no)
     with pytest.raises(WrongAnswer, match="item 1: expected True or False"):
-        check("ch04-ex2", (True, 0), (Reference(reference("ch04-ex2", True)), Reference(reference("ch04-ex2", False))))
+        check("ch04-ex2", (True, 0), yes_no)
 
 
 def test_reference_within_accepts_a_small_difference_and_has_no_boundary():
     near = Reference(reference("ch09-ex3", 2.54, within=0.1))
-    for close in (2.54, 2.45, 2.6, 2.63, 2.5 + 1e-12, 2.5 - 1e-12):  # across a boundary of the grid too
+    for close in (2.54, 2.45, 2.6, 2.63, 2.5 + 1e-12, 2.5 - 1e-12):  # across the grid too
         check("ch09-ex3", close, near)
     for far in (2.2, 2.36, 2.75, -2.54):
         with pytest.raises(WrongAnswer, match="is not within about 0.1 of the right one"):
@@ -298,7 +299,7 @@ def test_reference_within_accepts_a_small_difference_and_has_no_boundary():
 
 def test_reference_rejects_what_it_cannot_compare_safely():
     with pytest.raises(ValueError, match="rounding boundary"):
-        reference("ch01-ex1", 0.125, digits=2)  # 0.12 or 0.13: an answer off by 1e-16 could round either way
+        reference("ch01-ex1", 0.125, digits=2)  # 0.12 or 0.13: 1e-16 decides
     with pytest.raises(ValueError, match="too close to 0"):
         reference("ch01-ex1", 1e-11)
     with pytest.raises(ValueError, match="a bool, an int, a float, a str or a tensor"):
@@ -322,14 +323,19 @@ def test_check_names_the_reference_it_compares_with():
 
 def test_check_that_names_the_property_that_fails(capsys):
     weights = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
-    sums_to_one = ("the weights sum to one over the source", lambda: torch.allclose(weights.sum(-1), torch.ones(2)))
+
+    def sum_one():
+        return torch.allclose(weights.sum(-1), torch.ones(2))
+
+    sums_to_one = ("the weights sum to one over the source", sum_one)
     check_that("ch01-ex1", [sums_to_one], given=weights, why="A softmax.")
     assert capsys.readouterr().out == "✓ Exercise 1.1: right. A softmax.\n"
     check_that("ch01-ex1", [sums_to_one], given=(weights, ...))
     assert "not answered yet" in capsys.readouterr().out
     weights = torch.tensor([[0.2, 0.7], [0.5, 0.5]])
     shape = ("shape (B, T_x) = (2, 2)", lambda: weights.shape == (2, 2))
-    with pytest.raises(WrongAnswer, match="this property does not hold: the weights sum to one over the source. Hint."):
+    failed = "this property does not hold: the weights sum to one over the source. Hint."
+    with pytest.raises(WrongAnswer, match=failed):
         check_that("ch01-ex1", [shape, sums_to_one], given=weights, hint="Hint.")
     with pytest.raises(WrongAnswer, match=r"does not hold: shape \(checking it fails with ZeroDivisionError"):
         check_that("ch01-ex1", [("shape", lambda: 1 / 0)], given=weights)
@@ -437,7 +443,7 @@ def test_every_exercise_has_a_stub_and_a_check(path):
     assert all("= ..." in s for s in stubs), "every answer cell names what the check reads, set to ..."
     assert path.name in WRONG and len(WRONG[path.name]) >= 2, "at least two typical wrong answers per chapter"
     untested = set(labels) - {label for label, _ in WRONG[path.name]}
-    assert not untested, f"exercises whose check is never fed a wrong answer: {sorted(untested)}"
+    assert not untested, f"checks never fed a wrong answer: {sorted(untested)}"
 
 
 def _run(client, cell) -> list:
