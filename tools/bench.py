@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -184,12 +185,90 @@ def bench_decoding(rounds: int = 5, test_rounds: int = 1, threads: int = 2) -> d
     return result
 
 
+def bench_export(threads: int = 2, batch: int = 32, rounds: int = 1) -> dict:
+    """Four ways to translate all of test2016 with beam 4, interleaved, ``threads``.
+
+    The book's ``ah.translate``, Transformers' ``generate`` on the Marian export, and
+    CTranslate2 float32 and int8 on its conversion; sentences per second (median of
+    ``rounds``) with the BLEU of each. The book and CTranslate2 normalise scores by
+    length differently from Transformers (GNMT's ((5+n)/6)^0.6 against n^0.6).
+    """
+    import statistics
+    import tempfile
+
+    import sacrebleu
+    from transformers import MarianMTModel
+
+    import aiayn_helpers as ah
+    from aiayn_helpers.data import EOS_ID, PAD_ID, load_multi30k
+    from aiayn_helpers.export import (
+        ctranslate2_translate,
+        export_ctranslate2,
+        export_marian,
+    )
+
+    torch.set_num_threads(threads)
+    model, tok = ah.load_pretrained()
+    model.eval()
+    pairs = load_multi30k("test2016")
+    src = [de for de, _ in pairs]
+    refs = [en for _, en in pairs]
+    tmp = Path(tempfile.mkdtemp(prefix="bench_export_"))
+    marian = export_marian(model, tok, tmp / "marian")
+    hf = MarianMTModel.from_pretrained(marian).eval()
+    ct2 = {q: export_ctranslate2(marian, tmp / f"ct2_{q}", q) for q in (None, "int8")}
+
+    def run_hf(sentences):
+        out = []
+        for i in range(0, len(sentences), batch):
+            ids = [tok.encode(s).ids + [EOS_ID] for s in sentences[i : i + batch]]
+            n = max(map(len, ids))
+            x = torch.tensor([r + [PAD_ID] * (n - len(r)) for r in ids])
+            with torch.no_grad():
+                g = hf.generate(
+                    input_ids=x,
+                    attention_mask=(x != PAD_ID).long(),
+                    num_beams=4,
+                    length_penalty=0.6,
+                    max_new_tokens=128,
+                )
+            out += [tok.decode(r) for r in g.tolist()]
+        return out
+
+    ways = {
+        "aiayn_helpers (ah.translate)": lambda s: ah.translate(model, tok, s, beam_size=4),
+        "Transformers generate (Marian)": run_hf,
+        "CTranslate2 float32": lambda s: ctranslate2_translate(
+            ct2[None], tok, s, beam_size=4, threads=threads
+        ),
+        "CTranslate2 int8": lambda s: ctranslate2_translate(
+            ct2["int8"], tok, s, beam_size=4, threads=threads
+        ),
+    }
+    times = {k: [] for k in ways}
+    bleu = {}
+    for _ in range(rounds):
+        for name, fn in ways.items():
+            t0 = time.perf_counter()
+            hyps = fn(src)
+            times[name].append(time.perf_counter() - t0)
+            bleu[name] = sacrebleu.corpus_bleu(hyps, [refs]).score
+    print(f"test2016, {len(src)} sentences, beam 4, {threads} threads")
+    print("| way | sentences/s | BLEU |\n|---|---:|---:|")
+    result = {}
+    for name in ways:
+        sps = len(src) / statistics.median(times[name])
+        result[name] = {"sentences_per_s": sps, "bleu": bleu[name]}
+        print(f"| {name} | {sps:.1f} | {bleu[name]:.2f} |")
+    return result
+
+
 def main() -> None:
     import argparse
     import json
 
     parser = argparse.ArgumentParser(description="Speed measurements (make bench)")
-    parser.add_argument("--only", choices=["mha", "training", "decoding"], help="run one benchmark")
+    parser.add_argument("--only", choices=["mha", "training", "decoding", "export"], help="run one benchmark")
     parser.add_argument("--json", help="also write the decoding benchmark's numbers here")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -203,6 +282,15 @@ def main() -> None:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
                 f.write("\n")
+    if args.only in (None, "decoding"):
+        try:
+            import bench_decoding
+        except ImportError:
+            bench_decoding = None
+        if bench_decoding is not None:
+            bench_decoding.main()
+    if args.only in (None, "export"):
+        bench_export()
 
 
 if __name__ == "__main__":
