@@ -114,9 +114,19 @@ from .attention import (
     padding_mask,
     scaled_dot_product_attention,
 )
-from .layers import Decoder, DecoderLayer, Encoder, EncoderLayer, PositionwiseFeedForward
+from .layers import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    PositionwiseFeedForward,
+)
 from .model import Transformer
-from .positional import LearnedPositionalEncoding, PositionalEncoding, sinusoidal_encoding
+from .positional import (
+    LearnedPositionalEncoding,
+    PositionalEncoding,
+    sinusoidal_encoding,
+)
 from .utils import count_parameters, expect_error, seed_everything, setup_notebook
 
 __version__ = "0.1.0"
@@ -185,7 +195,13 @@ from .layers import KVCache  # noqa: E402
 from .pretrained import load_pretrained  # noqa: E402
 from .translation import encode_sources, translate, translate_and_score  # noqa: E402
 
-__all__ += ["KVCache", "load_pretrained", "translate", "encode_sources", "translate_and_score"]
+__all__ += [
+    "KVCache",
+    "load_pretrained",
+    "translate",
+    "encode_sources",
+    "translate_and_score",
+]
 
 # chapter 10: after the paper (rotary embeddings, ALiBi, a decoder-only language model,
 # BERT's masking)
@@ -199,4 +215,12 @@ from .descendants import (  # noqa: E402
     mask_tokens,
 )
 
-__all__ += ["apply_rotary", "alibi_slopes", "alibi_bias", "RelativeAttention", "CausalLM", "lm_loss", "mask_tokens"]
+__all__ += [
+    "apply_rotary",
+    "alibi_slopes",
+    "alibi_bias",
+    "RelativeAttention",
+    "CausalLM",
+    "lm_loss",
+    "mask_tokens",
+]

@@ -8,16 +8,25 @@ from collections.abc import Callable
 
 
 def make_parser(prog: str, doc: str) -> argparse.ArgumentParser:
-    """A parser whose description is the first paragraph of the module docstring ``doc``.
+    """A parser whose description is the first paragraph of the module docstring
+    ``doc``.
 
     It has the options both command lines take: ``--data-dir``, ``--threads`` and
     ``--no-progress``.
     """
     parser = argparse.ArgumentParser(
-        prog=prog, description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=doc.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--data-dir", default=None, help="Multi30k folder (default $AIAYN_DATA_DIR or a download)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads per process")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="Multi30k folder (default $AIAYN_DATA_DIR or a download)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads per process"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no tqdm bars")
     return parser
 

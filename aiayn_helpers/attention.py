@@ -15,7 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_bias, check_floating, check_mask, check_positive_int, check_tensor, is_int
+from ._checks import (
+    check_bias,
+    check_floating,
+    check_mask,
+    check_positive_int,
+    check_tensor,
+    is_int,
+)
 
 
 def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -46,15 +53,20 @@ def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> N
         check_tensor(name, t, min_dim=2)
         check_floating(name, t)
     if not (query.dtype == key.dtype == value.dtype):
-        raise ValueError(f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
+        raise ValueError(
+            f"query, key and value must share a dtype, got {query.dtype}, {key.dtype}, "
+            f"{value.dtype}"
+        )
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(
-            f"query and key must have the same last dimension d_k, got query (..., {query.shape[-1]}) "
+            "query and key must have the same last dimension d_k, got query (..., "
+            f"{query.shape[-1]}) "
             f"and key (..., {key.shape[-1]})"
         )
     if key.shape[-2] != value.shape[-2]:
         raise ValueError(
-            f"key and value must have the same number of positions T_k, got key {tuple(key.shape)} "
+            "key and value must have the same number of positions T_k, got key "
+            f"{tuple(key.shape)} "
             f"and value {tuple(value.shape)}"
         )
 
@@ -89,7 +101,9 @@ def scaled_dot_product_attention(
     _check_qkv(query, key, value)
     d_k = query.shape[-1]
     scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
-    batch_shape = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+    batch_shape = torch.broadcast_shapes(
+        query.shape[:-2], key.shape[:-2], value.shape[:-2]
+    )
     target = (*batch_shape, query.shape[-2], key.shape[-2])
     if bias is not None:
         scores = scores + check_bias(bias, target, scores.dtype)
@@ -132,7 +146,13 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, dropout: float = 0.0, *, fused: bool = False, d_k: int | None = None
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        fused: bool = False,
+        d_k: int | None = None,
     ):
         super().__init__()
         check_positive_int("d_model", d_model)
@@ -141,7 +161,8 @@ class MultiHeadAttention(nn.Module):
             check_positive_int("d_k", d_k)
         if d_model % num_heads != 0:
             raise ValueError(
-                f"d_model must be divisible by num_heads, got d_model={d_model} and num_heads={num_heads} "
+                f"d_model must be divisible by num_heads, got d_model={d_model} and "
+                f"num_heads={num_heads} "
                 f"(d_model % num_heads = {d_model % num_heads})"
             )
         if not 0.0 <= dropout < 1.0:
@@ -197,7 +218,8 @@ class MultiHeadAttention(nn.Module):
             check_floating(name, t)
             if t.shape[-1] != self.d_model:
                 raise ValueError(
-                    f"{name} must have last dimension d_model={self.d_model}, got shape {tuple(t.shape)} "
+                    f"{name} must have last dimension d_model={self.d_model}, got "
+                    f"shape {tuple(t.shape)} "
                     "(inputs are batch-first: (batch, seq_len, d_model))"
                 )
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
@@ -207,7 +229,8 @@ class MultiHeadAttention(nn.Module):
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(
-                f"key and value must have the same length, got {tuple(key.shape)} and {tuple(value.shape)}"
+                f"key and value must have the same length, got {tuple(key.shape)} and "
+                f"{tuple(value.shape)}"
             )
         batch, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
         if mask is not None:
@@ -218,12 +241,16 @@ class MultiHeadAttention(nn.Module):
         if attn_bias is not None:
             check_bias(attn_bias, (batch, self.num_heads, t_q, t_k), query.dtype)
         if not isinstance(need_weights, bool):
-            raise ValueError(f"need_weights must be True or False, got {need_weights!r}")
+            raise ValueError(
+                f"need_weights must be True or False, got {need_weights!r}"
+            )
 
         k, v = self.project_kv(key, value)  # (batch, heads, T_k, d_k) each
         return self.attend(query, k, v, mask, attn_bias, need_weights=need_weights)
 
-    def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def project_kv(
+        self, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The keys and values of every head.
 
         ``(batch, T_k, d_model)`` -> ``(batch, heads, T_k, d_k)`` and
@@ -287,12 +314,18 @@ class MultiHeadAttention(nn.Module):
             # masked
             if attn_bias is not None:
                 blocked = torch.finfo(attn_bias.dtype).min
-                attn_mask = attn_bias if mask is None else torch.where(mask, attn_bias, blocked)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
+                attn_mask = (
+                    attn_bias if mask is None else torch.where(mask, attn_bias, blocked)
+                )
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, dropout_p=p
+            )
             if mask is not None:  # rows with nothing to attend to: zeros, not NaN
                 out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
         else:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, bias=attn_bias, dropout_p=p)
+            out, weights = scaled_dot_product_attention(
+                q, k, v, mask, bias=attn_bias, dropout_p=p
+            )
 
         # concatenate the heads
         out = out.transpose(1, 2).reshape(batch, t_q, self.d_model)
@@ -313,9 +346,13 @@ def capture_attention(model: nn.Module) -> Iterator[dict[str, torch.Tensor]]:
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    modules = {n: m for n, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+    modules = {
+        n: m for n, m in model.named_modules() if isinstance(m, MultiHeadAttention)
+    }
     if not modules:
-        raise ValueError(f"model has no MultiHeadAttention module ({type(model).__name__})")
+        raise ValueError(
+            f"model has no MultiHeadAttention module ({type(model).__name__})"
+        )
     maps: dict[str, torch.Tensor] = {}
     handles = []
 

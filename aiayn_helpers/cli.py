@@ -1,9 +1,11 @@
 """The book's translator at the command line.
 
     aiayn-translate "Ein Mann fährt Fahrrad."            # sentences as arguments
-    echo "Ein Hund läuft." | aiayn-translate             # or one per line on standard input
-    aiayn-translate --input german.txt > english.txt     # or from a file (a progress bar on stderr)
-    python -m aiayn_helpers translate "Ein Hund läuft."  # the same command without the script
+    echo "Ein Hund läuft." | aiayn-translate             # or one per line on stdin
+    aiayn-translate --input german.txt > english.txt     # or from a file
+    python -m aiayn_helpers translate "Ein Hund läuft."  # the same, without the script
+
+With ``--input`` a progress bar goes to standard error.
 
 One translation is printed per input sentence, in order. Beam size and length penalty
 default to the shipped model's own (chosen on the validation split, see its
@@ -23,20 +25,53 @@ from pathlib import Path
 
 def translate_parser(prog: str = "aiayn-translate") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=prog, description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog,
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("sentences", nargs="*", help="German sentences (default: read standard input)")
-    p.add_argument("-i", "--input", type=Path, default=None, help="a UTF-8 file, one German sentence per line")
-    p.add_argument("--model", default="multi30k", help="a shipped model's name (default: multi30k)")
-    p.add_argument("--beam-size", type=int, default=None, help="1 is greedy decoding (default: the model's)")
-    p.add_argument("--length-penalty", type=float, default=None, help="GNMT alpha (default: the model's)")
-    p.add_argument("--batch-size", type=int, default=32, help="sentences translated together (default: 32)")
-    p.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's choice)")
+    p.add_argument(
+        "sentences", nargs="*", help="German sentences (default: read standard input)"
+    )
+    p.add_argument(
+        "-i",
+        "--input",
+        type=Path,
+        default=None,
+        help="a UTF-8 file, one German sentence per line",
+    )
+    p.add_argument(
+        "--model", default="multi30k", help="a shipped model's name (default: multi30k)"
+    )
+    p.add_argument(
+        "--beam-size",
+        type=int,
+        default=None,
+        help="1 is greedy decoding (default: the model's)",
+    )
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=None,
+        help="GNMT alpha (default: the model's)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=32,
+        help="sentences translated together (default: 32)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="PyTorch CPU threads (default: PyTorch's choice)",
+    )
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="a progress bar on standard error (default: on for --input when stderr is a terminal)",
+        help="a progress bar on standard error (default: on for --input when stderr is "
+        "a terminal)",
     )
     return p
 
@@ -49,7 +84,10 @@ def read_lines(data: bytes) -> tuple[list[str | None], list[str]]:
         try:
             text = raw.decode("utf-8").strip()
         except UnicodeDecodeError as err:
-            problems.append(f"line {number} is not valid UTF-8 ({err.reason} at byte {err.start}); left empty")
+            problems.append(
+                f"line {number} is not valid UTF-8 ({err.reason} at byte {err.start}); "
+                "left empty"
+            )
             lines.append(None)
             continue
         if not text:
@@ -60,7 +98,9 @@ def read_lines(data: bytes) -> tuple[list[str | None], list[str]]:
     return lines, problems
 
 
-def translate_main(argv: Sequence[str] | None = None, prog: str = "aiayn-translate") -> int:
+def translate_main(
+    argv: Sequence[str] | None = None, prog: str = "aiayn-translate"
+) -> int:
     """Run the translator; return 0 (all translated), 1 (lines skipped) or 2 (usage)."""
     parser = translate_parser(prog)
     args = parser.parse_args(argv)
@@ -73,12 +113,19 @@ def translate_main(argv: Sequence[str] | None = None, prog: str = "aiayn-transla
     elif args.sentences:
         lines, problems = read_lines("\n".join(args.sentences).encode("utf-8"))
     elif sys.stdin.isatty():
-        parser.error("no sentences: give them as arguments, with --input FILE, or on standard input")
+        parser.error(
+            "no sentences: give them as arguments, with --input FILE, or on standard "
+            "input"
+        )
     else:
         lines, problems = read_lines(sys.stdin.buffer.read())
     if not lines:
         parser.error("the input holds no lines to translate")
-    progress = args.progress if args.progress is not None else (args.input is not None and sys.stderr.isatty())
+    progress = (
+        args.progress
+        if args.progress is not None
+        else (args.input is not None and sys.stderr.isatty())
+    )
 
     import torch
 
@@ -115,10 +162,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"translate": "translate German sentences with the shipped model",
                 "train": "train a model on Multi30k (python -m aiayn_helpers.train)",
-                "evaluate": "score a finished run (python -m aiayn_helpers.evaluate)"}  # fmt: skip
+                "evaluate": "score a finished run (python -m "
+                            "aiayn_helpers.evaluate)"}  # fmt: skip
     if not argv or argv[0] not in commands:
         usage = "\n".join(f"  {name:10s} {text}" for name, text in commands.items())
-        print(f"usage: python -m aiayn_helpers <command> [options]\n\ncommands:\n{usage}", file=sys.stderr)
+        print(
+            f"usage: python -m aiayn_helpers <command> [options]\n\ncommands:\n{usage}",
+            file=sys.stderr,
+        )
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     command, rest = argv[0], argv[1:]
     if command == "translate":

@@ -121,12 +121,23 @@ PRESETS: dict[str, Config] = {
     ),
     # the paper's base model (6+6 layers, d_model 512) with the heavier regularisation a
     # 29k-pair corpus needs (dropout 0.3, 4 heads, d_ff 1024): a GPU run, not yet made
-    "multi30k-base": dataclasses.replace(BASE, preset="multi30k-base", num_heads=4, d_ff=1024, dropout=0.3),
+    "multi30k-base": dataclasses.replace(
+        BASE, preset="multi30k-base", num_heads=4, d_ff=1024, dropout=0.3
+    ),
 }
 
 # The fields that fix the shape of the model: a checkpoint and the flags must agree on
 # them.
-ARCH_FIELDS = ("d_model", "num_layers", "num_heads", "d_ff", "vocab_size", "share_embeddings", "d_k", "positional")
+ARCH_FIELDS = (
+    "d_model",
+    "num_layers",
+    "num_heads",
+    "d_ff",
+    "vocab_size",
+    "share_embeddings",
+    "d_k",
+    "positional",
+)
 # Rows of a learned position table: the longest sentence kept (truncate_len <= 128 in
 # every preset) plus the 50 tokens decoding may add (section 6.1), rounded up.
 LEARNED_MAX_LEN = 256
@@ -134,7 +145,11 @@ LEARNED_MAX_LEN = 256
 # not the checkpoint.
 INVOCATION_FIELDS = ("max_steps", "time_budget_min")
 # Checkpoints of format 1 (before this module) stored three fields under older names.
-FORMAT1_NAMES = {"layers": "num_layers", "heads": "num_heads", "max_len": "truncate_len"}
+FORMAT1_NAMES = {
+    "layers": "num_layers",
+    "heads": "num_heads",
+    "max_len": "truncate_len",
+}
 
 
 def config_from_dict(values: dict, renames: dict[str, str] | None = None) -> Config:
@@ -147,11 +162,15 @@ def config_from_dict(values: dict, renames: dict[str, str] | None = None) -> Con
     names = {f.name for f in dataclasses.fields(Config)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ValueError(f"unknown config fields {unknown}; expected some of {sorted(names)}")
+        raise ValueError(
+            f"unknown config fields {unknown}; expected some of {sorted(names)}"
+        )
     return Config(**values)
 
 
-def resolve_config(preset: str, overrides: dict, stored: Config | None = None) -> Config:
+def resolve_config(
+    preset: str, overrides: dict, stored: Config | None = None
+) -> Config:
     """The run's config: the preset (or, resuming, the ``stored`` one), then overrides.
 
     When resuming, the limits of one invocation (:data:`INVOCATION_FIELDS`) are not
@@ -160,12 +179,22 @@ def resolve_config(preset: str, overrides: dict, stored: Config | None = None) -
     """
     if stored is None:
         if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}")
+            raise ValueError(
+                f"unknown preset {preset!r}; expected one of {sorted(PRESETS)}"
+            )
         return dataclasses.replace(PRESETS[preset], **overrides)
-    clash = {k: (getattr(stored, k), v) for k, v in overrides.items() if k in ARCH_FIELDS and v != getattr(stored, k)}
+    clash = {
+        k: (getattr(stored, k), v)
+        for k, v in overrides.items()
+        if k in ARCH_FIELDS and v != getattr(stored, k)
+    }
     if clash:
-        detail = ", ".join(f"{k}: checkpoint {a!r}, requested {b!r}" for k, (a, b) in clash.items())
-        raise ValueError(f"the checkpoint was trained with a different model ({detail})")
+        detail = ", ".join(
+            f"{k}: checkpoint {a!r}, requested {b!r}" for k, (a, b) in clash.items()
+        )
+        raise ValueError(
+            f"the checkpoint was trained with a different model ({detail})"
+        )
     preset_cfg = PRESETS.get(stored.preset, BASE)
     limits = {"max_steps": None, "time_budget_min": preset_cfg.time_budget_min}
     return dataclasses.replace(stored, **{**limits, **overrides})
@@ -186,5 +215,9 @@ def build_model(cfg: Config, vocab_size: int) -> Transformer:
         fused=True,
         d_k=cfg.d_k,
         positional=cfg.positional,
-        **({"max_positions": max(LEARNED_MAX_LEN, cfg.truncate_len + 50)} if cfg.positional == "learned" else {}),
+        **(
+            {"max_positions": max(LEARNED_MAX_LEN, cfg.truncate_len + 50)}
+            if cfg.positional == "learned"
+            else {}
+        ),
     )

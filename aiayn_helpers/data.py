@@ -26,14 +26,20 @@ from .vocab import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID  # noqa: F401 
 if TYPE_CHECKING:  # only for the annotations: tokenizers is imported when it is used
     from tokenizers import Tokenizer
 
-MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+MULTI30K_URL = (
+    "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+)
 MULTI30K_SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
     "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
     "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
     "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
-    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
-    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2016_flickr.de.gz": (
+        "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8"
+    ),
+    "test_2016_flickr.en.gz": (
+        "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"
+    ),
 }
 SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
 DEFAULT_CACHE = Path("~/.cache/aiayn_helpers/multi30k")
@@ -48,17 +54,22 @@ def _sha256(path: Path) -> str:
 
 
 def verify_file(path: str | os.PathLike) -> None:
-    """Raise ``ValueError`` unless ``path`` exists and matches its entry in :data:`MULTI30K_SHA256`."""
+    """Raise ``ValueError`` unless ``path`` exists and matches its entry in
+    :data:`MULTI30K_SHA256`."""
     path = Path(path)
     if path.name not in MULTI30K_SHA256:
-        raise ValueError(f"{path.name!r} is not a Multi30k file; expected one of {sorted(MULTI30K_SHA256)}")
+        raise ValueError(
+            f"{path.name!r} is not a Multi30k file; expected one of "
+            f"{sorted(MULTI30K_SHA256)}"
+        )
     if not path.is_file():
         raise ValueError(f"Multi30k file {path} is missing")
     expected, actual = MULTI30K_SHA256[path.name], _sha256(path)
     if actual != expected:
         raise ValueError(
             f"checksum mismatch for {path}: expected sha256 {expected}, got {actual}. "
-            "The file is corrupt or incomplete; delete it (it is downloaded again) or fix the copy."
+            "The file is corrupt or incomplete; delete it (it is downloaded again) or "
+            "fix the copy."
         )
 
 
@@ -70,7 +81,8 @@ def _downloader():
 
 
 def _download(name: str, folder: Path) -> None:
-    """Fetch one file into ``folder`` with pooch, which checks its SHA-256 before it keeps it.
+    """Fetch one file into ``folder`` with pooch, which checks its SHA-256 before it
+    keeps it.
 
     pooch writes to a temporary file beside the target and moves it into place only
     once the hash matches, so a failed or corrupt download leaves nothing behind.
@@ -90,14 +102,17 @@ def _download(name: str, folder: Path) -> None:
         raise ValueError(f"checksum mismatch for downloaded {name}: {err}") from err
     except Exception as err:  # requests' connection errors, OSError
         raise ValueError(
-            f"could not download {MULTI30K_URL + name} into {folder}: {err}. Without a network, set "
-            "AIAYN_DATA_DIR (or pass data_dir=) to a folder holding the six Multi30k .gz files, "
+            f"could not download {MULTI30K_URL + name} into {folder}: {err}. Without a "
+            "network, set "
+            "AIAYN_DATA_DIR (or pass data_dir=) to a folder holding the six Multi30k "
+            ".gz files, "
             f"or copy them into {folder}."
         ) from err
 
 
 def cache_dir() -> Path:
-    """Where downloads go: ``$AIAYN_CACHE_DIR``, else ``~/.cache/aiayn_helpers/multi30k``."""
+    """Where downloads go: ``$AIAYN_CACHE_DIR``, else
+    ``~/.cache/aiayn_helpers/multi30k``."""
     return Path(os.environ.get("AIAYN_CACHE_DIR") or DEFAULT_CACHE).expanduser()
 
 
@@ -114,7 +129,10 @@ def multi30k_dir(data_dir: str | os.PathLike | None = None) -> Path:
     if data_dir is not None:
         folder = Path(data_dir).expanduser()
         if not folder.is_dir():
-            raise ValueError(f"Multi30k folder {folder} does not exist (from data_dir or $AIAYN_DATA_DIR)")
+            raise ValueError(
+                f"Multi30k folder {folder} does not exist (from data_dir or "
+                "$AIAYN_DATA_DIR)"
+            )
         missing = [n for n in MULTI30K_SHA256 if not (folder / n).is_file()]
         if missing:
             raise ValueError(f"Multi30k folder {folder} lacks {missing}")
@@ -134,14 +152,17 @@ def _read_lines(path: Path) -> list[str]:
 def load_multi30k(
     split: str, data_dir: str | os.PathLike | None = None, limit: int | None = None
 ) -> list[tuple[str, str]]:
-    """``(german, english)`` sentence pairs of ``split`` in ``{"train", "val", "test2016"}``.
+    """``(german, english)`` sentence pairs of ``split`` in
+    ``{"train", "val", "test2016"}``.
 
     Both files are verified against :data:`MULTI30K_SHA256` before they are read.
     ``limit`` keeps the first ``limit`` pairs (for quick experiments and tests).
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0
+    ):
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     folder = multi30k_dir(data_dir)
     paths = [folder / f"{SPLITS[split]}.{lang}.gz" for lang in ("de", "en")]
@@ -149,13 +170,17 @@ def load_multi30k(
         verify_file(p)
     de, en = (_read_lines(p) for p in paths)
     if len(de) != len(en):
-        raise ValueError(f"{paths[0].name} has {len(de)} lines but {paths[1].name} has {len(en)}")
+        raise ValueError(
+            f"{paths[0].name} has {len(de)} lines but {paths[1].name} has {len(en)}"
+        )
     pairs = list(zip(de, en, strict=True))
     return pairs[:limit] if limit is not None else pairs
 
 
-# -- vocabulary ---------------------------------------------------------------------------------
-def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
+# -- vocabulary ------------------------------------------------------------------------
+def train_bpe(
+    texts: Iterable[str], vocab_size: int, min_frequency: int = 2
+) -> Tokenizer:
     """Train one byte-pair-encoding vocabulary shared by German and English.
 
     Returns a ``tokenizers.Tokenizer`` with ``<pad> <bos> <eos> <unk>`` at ids 0-3.
@@ -165,15 +190,27 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> 
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size must be an int > {len(SPECIAL_TOKENS)}, got {vocab_size!r}")
+    if (
+        isinstance(vocab_size, bool)
+        or not isinstance(vocab_size, int)
+        or vocab_size <= len(SPECIAL_TOKENS)
+    ):
+        raise ValueError(
+            f"vocab_size must be an int > {len(SPECIAL_TOKENS)}, got {vocab_size!r}"
+        )
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"), pre_tokenizers.Punctuation()]
+        [
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),
+            pre_tokenizers.Punctuation(),
+        ]
     )
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS, show_progress=False
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
     )
     tok.train_from_iterator(list(texts), trainer=trainer)
     for i, s in enumerate(SPECIAL_TOKENS):
@@ -184,15 +221,20 @@ def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> 
 def encode_pairs(
     tokenizer, pairs: Sequence[tuple[str, str]], truncate_len: int | None = None
 ) -> list[tuple[list[int], list[int]]]:
-    """Token ids of each pair: source ``ids + [<eos>]``, target ``[<bos>] + ids + [<eos>]``.
+    """Token ids of each pair: source ``ids + [<eos>]``, target
+    ``[<bos>] + ids + [<eos>]``.
 
     ``truncate_len`` (if given) cuts both sides to at most ``truncate_len`` ids, the
     special tokens included (the closing ``<eos>`` is kept).
     """
     if truncate_len is not None and (
-        isinstance(truncate_len, bool) or not isinstance(truncate_len, int) or truncate_len < 3
+        isinstance(truncate_len, bool)
+        or not isinstance(truncate_len, int)
+        or truncate_len < 3
     ):
-        raise ValueError(f"truncate_len must be an int >= 3 or None, got {truncate_len!r}")
+        raise ValueError(
+            f"truncate_len must be an int >= 3 or None, got {truncate_len!r}"
+        )
     if not pairs:
         return []
     src = tokenizer.encode_batch([p[0] for p in pairs], add_special_tokens=False)
@@ -220,18 +262,25 @@ def length_batches(
     Pairs are sorted by length (ties broken at random), cut into batches and, with
     ``shuffle``, the batch order is shuffled; ``seed`` makes both reproducible.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or max_tokens <= 0
+    ):
         raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
     rng = random.Random(seed)
     lengths = [(len(s), len(t)) for s, t in pairs_ids]
     for i, (ls, lt) in enumerate(lengths):
         if max(ls, lt) > max_tokens:
             raise ValueError(
-                f"pair {i} has {ls} source and {lt} target ids, more than max_tokens={max_tokens}; "
+                f"pair {i} has {ls} source and {lt} target ids, more than "
+                f"max_tokens={max_tokens}; "
                 "raise max_tokens or truncate with encode_pairs(..., truncate_len=...)"
             )
     keys = [rng.random() for _ in lengths]
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i][1], lengths[i][0], keys[i]))
+    order = sorted(
+        range(len(lengths)), key=lambda i: (lengths[i][1], lengths[i][0], keys[i])
+    )
     batches: list[list[int]] = []
     current: list[int] = []
     max_s = max_t = 0
@@ -251,9 +300,11 @@ def length_batches(
 
 
 def collate(
-    batch_of_pairs_ids: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int = PAD_ID
+    batch_of_pairs_ids: Sequence[tuple[Sequence[int], Sequence[int]]],
+    pad_id: int = PAD_ID,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Pad a list of ``(src_ids, tgt_ids)`` into ``src (B, S)``, ``tgt_in (B, T)``, ``tgt_out (B, T)``.
+    """Pad a list of ``(src_ids, tgt_ids)`` into ``src (B, S)``, ``tgt_in (B, T)``,
+    ``tgt_out (B, T)``.
 
     ``tgt_in`` is the target without its last id (the decoder input, starting with
     ``<bos>``); ``tgt_out`` is the target without its first id (what to predict).
@@ -262,7 +313,10 @@ def collate(
         raise ValueError("collate needs at least one pair")
     for i, (s, t) in enumerate(batch_of_pairs_ids):
         if len(s) < 1 or len(t) < 2:
-            raise ValueError(f"pair {i}: source needs >= 1 id and target >= 2 ids, got {len(s)} and {len(t)}")
+            raise ValueError(
+                f"pair {i}: source needs >= 1 id and target >= 2 ids, got {len(s)} and "
+                f"{len(t)}"
+            )
     b = len(batch_of_pairs_ids)
     s_len = max(len(s) for s, _ in batch_of_pairs_ids)
     t_len = max(len(t) for _, t in batch_of_pairs_ids) - 1
@@ -277,15 +331,21 @@ def collate(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``make data``: fetch the corpus once (into the cache) or check the given folder; print where it is."""
+    """``make data``: fetch the corpus once (into the cache) or check the given folder;
+    print where it is."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(
         prog="make data",
-        description="Download Multi30k into the cache (or check the folder in $AIAYN_DATA_DIR) and verify it.",
+        description="Download Multi30k into the cache (or check the folder in "
+        "$AIAYN_DATA_DIR) and verify it.",
     )
-    parser.add_argument("--data-dir", default=None, help="a folder holding the six .gz files (default: see above)")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="a folder holding the six .gz files (default: see above)",
+    )
     args = parser.parse_args(argv)
     try:
         folder = multi30k_dir(args.data_dir)

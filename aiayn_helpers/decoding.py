@@ -75,17 +75,22 @@ def _check_inputs(model: object, src: object, bos_id: int, eos_id: int) -> None:
     ):
         if not hasattr(model, attr):
             raise ValueError(
-                f"model must be an encoder-decoder like aiayn_helpers.Transformer with .{attr}, "
+                "model must be an encoder-decoder like aiayn_helpers.Transformer with "
+                f".{attr}, "
                 f"got {type(model).__name__}"
             )
     check_token_ids("src", src, model.src_vocab_size)
     assert isinstance(src, torch.Tensor)
     if src.shape[0] == 0:
-        raise ValueError(f"src must hold at least one sentence, got shape {tuple(src.shape)}")
+        raise ValueError(
+            f"src must hold at least one sentence, got shape {tuple(src.shape)}"
+        )
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
         check_int_in_range(name, value, 0, model.tgt_vocab_size)
         if value == model.pad_id:
-            raise ValueError(f"{name}={value} equals the model's pad_id; special ids must differ")
+            raise ValueError(
+                f"{name}={value} equals the model's pad_id; special ids must differ"
+            )
     if bos_id == eos_id:
         raise ValueError(f"bos_id and eos_id must differ, got {bos_id} for both")
 
@@ -95,21 +100,27 @@ def _check_use_cache(model: object, use_cache: object) -> None:
         raise ValueError(f"use_cache must be True or False, got {use_cache!r}")
     if use_cache and not hasattr(model, "init_cache"):
         raise ValueError(
-            f"use_cache=True needs a model with .init_cache (like aiayn_helpers.Transformer), "
+            "use_cache=True needs a model with .init_cache (like "
+            "aiayn_helpers.Transformer), "
             f"got {type(model).__name__}; pass use_cache=False"
         )
 
 
-def _limits(model: nn.Module, src: torch.Tensor, max_new_tokens: int | None) -> torch.Tensor:
+def _limits(
+    model: nn.Module, src: torch.Tensor, max_new_tokens: int | None
+) -> torch.Tensor:
     """Per-sentence budget of generated tokens, ``(batch,)`` long."""
     if max_new_tokens is None:
         return (src != model.pad_id).sum(dim=1).clamp(min=1) + 50
     check_positive_int("max_new_tokens", max_new_tokens)
-    return torch.full((src.shape[0],), max_new_tokens, dtype=torch.long, device=src.device)
+    return torch.full(
+        (src.shape[0],), max_new_tokens, dtype=torch.long, device=src.device
+    )
 
 
 def _next_log_probs(logits: torch.Tensor, pad_id: int, bos_id: int) -> torch.Tensor:
-    """Log-softmax over the vocabulary with ``<pad>`` and ``<bos>`` excluded; ``(..., V)``."""
+    """Log-softmax over the vocabulary with ``<pad>`` and ``<bos>`` excluded;
+    ``(..., V)``."""
     logits = logits.clone()
     logits[..., pad_id] = float("-inf")
     logits[..., bos_id] = float("-inf")
@@ -145,11 +156,11 @@ def greedy_decode(
 ) -> list[list[int]]:
     """Pick the most probable next token at every step, for a whole batch at once.
 
-    Args:
-        model: an :class:`aiayn_helpers.Transformer` (``encode`` and ``next_token_logits``).
-        src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
-        max_new_tokens: most tokens generated per sentence (``<eos>`` included); ``None``:
-            source length + 50.
+    Args: model: an :class:`aiayn_helpers.Transformer` (``encode`` and
+        ``next_token_logits``). src: ``(batch, S)`` source ids, padded with
+        ``model.pad_id``. max_new_tokens: most tokens generated per sentence (``<eos>``
+        included);
+            ``None``: source length + 50.
         use_cache: keep a key/value cache (one decoder position per step) instead of
             re-running the decoder over the whole prefix; same result.
 
@@ -227,12 +238,13 @@ def beam_search(
         model: an :class:`aiayn_helpers.Transformer`.
         src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
         beam_size: beams per sentence (4 in the paper).
-        max_new_tokens: most tokens generated per sentence (``<eos>`` included); ``None``:
-            source length + 50 (the paper's rule).
-        length_penalty: ``alpha`` of :func:`length_penalty_gnmt` (0.6 in the paper); ``>= 0``.
+        max_new_tokens: most tokens generated per sentence (``<eos>`` included);
+            ``None``: source length + 50 (the paper's rule).
+        length_penalty: ``alpha`` of :func:`length_penalty_gnmt` (0.6 in the paper);
+            ``>= 0``.
         return_scores: also return each hypothesis' penalised score.
-        use_cache: keep a key/value cache, reordered with the beams, instead of re-running
-            the decoder over every prefix; same result.
+        use_cache: keep a key/value cache, reordered with the beams, instead of
+            re-running the decoder over every prefix; same result.
 
     Returns:
         ``batch`` lists of ids without ``<bos>``/``<eos>``, and with ``return_scores``
@@ -244,7 +256,10 @@ def beam_search(
     _check_use_cache(model, use_cache)
     vocab = model.tgt_vocab_size
     if vocab - 3 < beam_size:  # <pad>, <bos> and <eos> never continue a beam
-        raise ValueError(f"beam_size={beam_size} is too large for a target vocabulary of {vocab} tokens")
+        raise ValueError(
+            f"beam_size={beam_size} is too large for a target vocabulary of {vocab} "
+            "tokens"
+        )
     limits = _limits(model, src, max_new_tokens)
     with _EvalMode(model):
         special = (bos_id, eos_id)
@@ -401,7 +416,7 @@ def _keep_best(
     return scores.gather(1, best), ids.gather(1, rows)
 
 
-# -- scoring ----------------------------------------------------------------------------
+# -- scoring ---------------------------------------------------------------------------
 def score_hypotheses(
     model: nn.Module,
     src: torch.Tensor,
@@ -413,32 +428,47 @@ def score_hypotheses(
 ) -> list[float]:
     """The score beam search ranks by, ``log P(Y | X) / lp(|Y|)``, for given hypotheses.
 
-    ``hypotheses`` are lists of ids as the decoders return them (no ``<bos>``/``<eos>``).
-    A hypothesis shorter than its sentence's limit (``max_new_tokens``, same rule as the
-    decoders) is scored with ``<eos>`` appended, since that is how it ended; one of
-    exactly the limit's length is scored as it is. Useful to compare greedy and beam
-    outputs under the same objective.
+    ``hypotheses`` are lists of ids as the decoders return them (no
+    ``<bos>``/``<eos>``). A hypothesis shorter than its sentence's limit
+    (``max_new_tokens``, same rule as the decoders) is scored with ``<eos>`` appended,
+    since that is how it ended; one of exactly the limit's length is scored as it is.
+    Useful to compare greedy and beam outputs under the same objective.
     """
     _check_inputs(model, src, bos_id, eos_id)
     if len(hypotheses) != src.shape[0]:
-        raise ValueError(f"need one hypothesis per source sentence: {src.shape[0]} sentences, {len(hypotheses)} given")
+        raise ValueError(
+            f"need one hypothesis per source sentence: {src.shape[0]} sentences, "
+            f"{len(hypotheses)} given"
+        )
     limits = _limits(model, src, max_new_tokens).tolist()
     targets = []
     for hyp, limit in zip(hypotheses, limits, strict=True):
         hyp = [int(t) for t in hyp]
         if len(hyp) > limit:
-            raise ValueError(f"a hypothesis of {len(hyp)} tokens exceeds its limit of {limit}")
+            raise ValueError(
+                f"a hypothesis of {len(hyp)} tokens exceeds its limit of {limit}"
+            )
         targets.append(hyp + [eos_id] if len(hyp) < limit else hyp)
     longest = max(len(t) for t in targets)
-    tgt_out = torch.full((len(targets), longest), model.pad_id, dtype=torch.long, device=src.device)
+    tgt_out = torch.full(
+        (len(targets), longest), model.pad_id, dtype=torch.long, device=src.device
+    )
     for i, t in enumerate(targets):
         tgt_out[i, : len(t)] = torch.tensor(t, dtype=torch.long)
-    tgt_in = torch.cat([torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1)
+    tgt_in = torch.cat(
+        [torch.full_like(tgt_out[:, :1], bos_id), tgt_out[:, :-1]], dim=1
+    )
     with _EvalMode(model):
-        logp = _next_log_probs(model(src, tgt_in).double(), model.pad_id, bos_id)  # (batch, T, V)
-    # gather on padded positions too (pad_id's log-prob is -inf there), then zero them out
+        # (batch, T, V)
+        logp = _next_log_probs(model(src, tgt_in).double(), model.pad_id, bos_id)
+    # gather on padded positions too (pad_id's log-prob is -inf there), then zero them
+    # out
     picked = logp.gather(-1, tgt_out[..., None]).squeeze(-1)
     real = tgt_out != model.pad_id
     total = torch.where(real, picked, torch.zeros_like(picked)).sum(dim=1)
-    lengths = torch.tensor([len(t) for t in targets], dtype=torch.float64, device=src.device)
-    return (total / length_penalty_gnmt(lengths, length_penalty).to(total.device)).tolist()
+    lengths = torch.tensor(
+        [len(t) for t in targets], dtype=torch.float64, device=src.device
+    )
+    return (
+        total / length_penalty_gnmt(lengths, length_penalty).to(total.device)
+    ).tolist()

@@ -41,7 +41,9 @@ POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")
 # -- rotary position embedding (RoPE) --------------------------------------------------
 
 
-def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+def apply_rotary(
+    x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0
+) -> torch.Tensor:
     """Rotary position embedding (Su et al. 2021, "RoFormer", equation 34).
 
     ``(batch, heads, T, d_k)`` -> the same shape.
@@ -62,7 +64,10 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     check_floating("x", x)
     length, d_k = x.shape[-2], x.shape[-1]
     if d_k % 2 != 0:
-        raise ValueError(f"rotary embeddings turn pairs of features: d_k must be even, got shape {tuple(x.shape)}")
+        raise ValueError(
+            "rotary embeddings turn pairs of features: d_k must be even, got shape "
+            f"{tuple(x.shape)}"
+        )
     if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 0:
         raise ValueError(f"base must be a number > 0, got {base!r}")
     if positions is None:
@@ -70,7 +75,8 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
     check_tensor("positions", positions, dim=1)
     if positions.shape[0] != length:
         raise ValueError(
-            f"positions must have shape (T,) = ({length},) for x {tuple(x.shape)}, got {tuple(positions.shape)}"
+            f"positions must have shape (T,) = ({length},) for x {tuple(x.shape)}, got "
+            f"{tuple(positions.shape)}"
         )
     # the angles, at least in float32
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
@@ -105,7 +111,9 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     power = 2 ** math.floor(math.log2(num_heads))
     if power == num_heads:
         return geometric(num_heads)
-    return torch.cat([geometric(power), geometric(2 * power)[0::2][: num_heads - power]])
+    return torch.cat(
+        [geometric(power), geometric(2 * power)[0::2][: num_heads - power]]
+    )
 
 
 def alibi_bias(
@@ -131,7 +139,10 @@ def alibi_bias(
     check_positive_int("t_q", t_q)
     check_positive_int("t_k", t_k)
     if t_q > t_k:
-        raise ValueError(f"t_q must be <= t_k (the queries are the last t_q keys), got t_q={t_q} and t_k={t_k}")
+        raise ValueError(
+            f"t_q must be <= t_k (the queries are the last t_q keys), got t_q={t_q} "
+            f"and t_k={t_k}"
+        )
     query_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)[:, None]  # (t_q, 1)
     key_pos = torch.arange(t_k, dtype=torch.float64)[None, :]  # (1, t_k)
     # (heads, t_q, t_k)
@@ -154,12 +165,25 @@ class RelativeAttention(MultiHeadAttention):
     parameters, same ``forward(query, key, value, mask, *, attn_bias, need_weights)``.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, *, positional: str, fused: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        *,
+        positional: str,
+        fused: bool = False,
+    ):
         super().__init__(d_model, num_heads, dropout, fused=fused)
         if positional not in ("rope", "alibi"):
-            raise ValueError(f"positional must be 'rope' or 'alibi', got {positional!r}")
+            raise ValueError(
+                f"positional must be 'rope' or 'alibi', got {positional!r}"
+            )
         if positional == "rope" and self.d_k % 2 != 0:
-            raise ValueError(f"rotary embeddings need an even d_k = d_model / num_heads, got d_k={self.d_k}")
+            raise ValueError(
+                "rotary embeddings need an even d_k = d_model / num_heads, got "
+                f"d_k={self.d_k}"
+            )
         self.positional = positional
 
     # The parameters repeat MultiHeadAttention.attend_heads's: an override keeps its
@@ -233,7 +257,9 @@ class CausalLM(nn.Module):
         check_positive_int("d_model", d_model)
         check_positive_int("max_positions", max_positions)
         if positional not in POSITIONAL:
-            raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+            raise ValueError(
+                f"positional must be one of {POSITIONAL}, got {positional!r}"
+            )
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.max_positions = max_positions
@@ -245,10 +271,20 @@ class CausalLM(nn.Module):
         elif positional == "learned":
             self.pos_embed = nn.Embedding(max_positions, d_model)
         self.dropout = nn.Dropout(dropout)
-        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused)
+        self.encoder = Encoder(
+            num_layers,
+            d_model,
+            num_heads,
+            d_ff,
+            dropout,
+            norm_first=norm_first,
+            fused=fused,
+        )
         if positional in ("rope", "alibi"):
             for layer in self.encoder.layers:
-                layer.self_attn = RelativeAttention(d_model, num_heads, dropout, positional=positional, fused=fused)
+                layer.self_attn = RelativeAttention(
+                    d_model, num_heads, dropout, positional=positional, fused=fused
+                )
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
         self._reset_parameters()
         if tie_embeddings:
@@ -268,8 +304,10 @@ class CausalLM(nn.Module):
         length = ids.shape[1]
         if self.has_length_limit and length > self.max_positions:
             raise ValueError(
-                f"ids of length {length} exceed max_positions={self.max_positions} of the {self.positional} positions; "
-                "build CausalLM with a larger max_positions, or with positional='rope' or 'alibi'"
+                f"ids of length {length} exceed max_positions={self.max_positions} of "
+                f"the {self.positional} positions; "
+                "build CausalLM with a larger max_positions, or with positional='rope' "
+                "or 'alibi'"
             )
         x = self.embed(ids) * math.sqrt(self.d_model)  # (batch, T, d_model)
         if self.positional == "sinusoidal":
@@ -300,8 +338,14 @@ class CausalLM(nn.Module):
         """
         check_token_ids("ids", ids, self.vocab_size)
         if not is_int(max_new_tokens) or max_new_tokens < 0:
-            raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+            raise ValueError(
+                f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}"
+            )
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or temperature <= 0
+        ):
             raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
         if top_k is not None:
             check_positive_int("top_k", top_k)
@@ -313,12 +357,16 @@ class CausalLM(nn.Module):
                 kth = torch.topk(logits, min(top_k, self.vocab_size)).values[:, -1:]
                 logits = logits.masked_fill(logits < kth, float("-inf"))
             # (batch, 1)
-            next_id = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+            next_id = torch.multinomial(
+                torch.softmax(logits, dim=-1), 1, generator=generator
+            )
             ids = torch.cat([ids, next_id], dim=1)
         return ids
 
 
-def lm_loss(logits: torch.Tensor, ids: torch.Tensor, pad_id: int | None = None) -> torch.Tensor:
+def lm_loss(
+    logits: torch.Tensor, ids: torch.Tensor, pad_id: int | None = None
+) -> torch.Tensor:
     """Next-token cross-entropy of a causal language model, a scalar.
 
     Radford et al. 2018, equation 1.
@@ -337,13 +385,18 @@ def lm_loss(logits: torch.Tensor, ids: torch.Tensor, pad_id: int | None = None) 
             f"got {tuple(logits.shape)} and {tuple(ids.shape)}"
         )
     if ids.shape[1] < 2:
-        raise ValueError(f"ids need at least 2 positions (one to read, one to predict), got {tuple(ids.shape)}")
+        raise ValueError(
+            "ids need at least 2 positions (one to read, one to predict), got "
+            f"{tuple(ids.shape)}"
+        )
     if pad_id is not None and not is_int(pad_id):
         raise ValueError(f"pad_id must be an int or None, got {pad_id!r}")
     vocab_size = logits.shape[-1]
     predictions = logits[:, :-1].reshape(-1, vocab_size)  # positions 0 .. T-2
     targets = ids[:, 1:].reshape(-1)  # tokens 1 .. T-1
-    return F.cross_entropy(predictions, targets, ignore_index=-100 if pad_id is None else pad_id)
+    return F.cross_entropy(
+        predictions, targets, ignore_index=-100 if pad_id is None else pad_id
+    )
 
 
 # -- BERT's masked language model ------------------------------------------------------
@@ -376,11 +429,15 @@ def mask_tokens(
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
     special = torch.tensor(list(special_ids), dtype=ids.dtype, device=ids.device)
-    chosen = (torch.rand(ids.shape, generator=generator, device=ids.device) < p) & ~torch.isin(ids, special)
+    chosen = (
+        torch.rand(ids.shape, generator=generator, device=ids.device) < p
+    ) & ~torch.isin(ids, special)
     labels = ids.masked_fill(~chosen, -100)
     # which of the three fates
     r = torch.rand(ids.shape, generator=generator, device=ids.device)
-    random_ids = torch.randint(vocab_size, ids.shape, generator=generator, device=ids.device, dtype=ids.dtype)
+    random_ids = torch.randint(
+        vocab_size, ids.shape, generator=generator, device=ids.device, dtype=ids.dtype
+    )
     inputs = torch.where(chosen & (r < 0.8), mask_id, ids)
     inputs = torch.where(chosen & (r >= 0.8) & (r < 0.9), random_ids, inputs)
     return inputs, labels

@@ -37,7 +37,9 @@ KINDS = ("encoder", "decoder", "cross")
 
 
 @torch.no_grad()
-def attention_maps(model: nn.Module, tokenizer, sentences: Sequence[str], scale: int = 100) -> list[dict]:
+def attention_maps(
+    model: nn.Module, tokenizer, sentences: Sequence[str], scale: int = 100
+) -> list[dict]:
     """One record per sentence: its tokens, its translation and every attention map.
 
     Each record holds ``german``, ``english`` (the detokenized translation),
@@ -47,18 +49,34 @@ def attention_maps(model: nn.Module, tokenizer, sentences: Sequence[str], scale:
     to integers (100: percent, which keeps the site's data small), for ``kind`` in
     ``("encoder", "decoder", "cross")``.
     """
-    if isinstance(sentences, str) or not all(isinstance(s, str) and s.strip() for s in sentences):
+    if isinstance(sentences, str) or not all(
+        isinstance(s, str) and s.strip() for s in sentences
+    ):
         raise ValueError("sentences must be a list of non-empty strings")
-    defaults = {"beam_size": 4, "length_penalty": 0.6, **getattr(model, "decoding_defaults", {})}
+    defaults = {
+        "beam_size": 4,
+        "length_penalty": 0.6,
+        **getattr(model, "decoding_defaults", {}),
+    }
     src = encode_sources(tokenizer, sentences)  # all at once on the fast (fused) path
     if defaults["beam_size"] > 1:
-        hyps = beam_search(model, src, beam_size=defaults["beam_size"], length_penalty=defaults["length_penalty"])
+        hyps = beam_search(
+            model,
+            src,
+            beam_size=defaults["beam_size"],
+            length_penalty=defaults["length_penalty"],
+        )
     else:
         hyps = greedy_decode(model, src)
-    return [_one(model, tokenizer, s, ids, scale) for s, ids in zip(sentences, hyps, strict=True)]
+    return [
+        _one(model, tokenizer, s, ids, scale)
+        for s, ids in zip(sentences, hyps, strict=True)
+    ]
 
 
-def _one(model: nn.Module, tokenizer, sentence: str, ids: list[int], scale: int) -> dict:
+def _one(
+    model: nn.Module, tokenizer, sentence: str, ids: list[int], scale: int
+) -> dict:
     src = encode_sources(tokenizer, [sentence])
     tgt_in = torch.tensor([[BOS_ID, *ids]])
     with capture_attention(model) as weights:
@@ -69,7 +87,10 @@ def _one(model: nn.Module, tokenizer, sentence: str, ids: list[int], scale: int)
 
     layers = range(len(model.decoder.layers))
     maps = {
-        "encoder": [rows(f"encoder.layers.{i}.self_attn") for i in range(len(model.encoder.layers))],
+        "encoder": [
+            rows(f"encoder.layers.{i}.self_attn")
+            for i in range(len(model.encoder.layers))
+        ],
         "decoder": [rows(f"decoder.layers.{i}.self_attn") for i in layers],
         "cross": [rows(f"decoder.layers.{i}.cross_attn") for i in layers],
     }

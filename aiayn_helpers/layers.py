@@ -1,9 +1,9 @@
 """Encoder and decoder layers and stacks (paper, section 3.1 and 3.3).
 
-Post-norm as in the paper: ``x = LayerNorm(x + Dropout(Sublayer(x)))``.
-Pre-norm (``norm_first=True``), the modern default: ``x = x + Dropout(Sublayer(LayerNorm(x)))``.
-Both are :func:`residual`, used by every sublayer of both layers.
-Attribute names follow ``torch.nn.TransformerEncoderLayer`` so weights are easy to compare.
+Post-norm as in the paper: ``x = LayerNorm(x + Dropout(Sublayer(x)))``. Pre-norm
+(``norm_first=True``), the modern default: ``x = x + Dropout(Sublayer(LayerNorm(x)))``.
+Both are :func:`residual`, used by every sublayer of both layers. Attribute names follow
+``torch.nn.TransformerEncoderLayer`` so weights are easy to compare.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from .attention import MultiHeadAttention
 class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied at each position (section 3.3).
 
-    ``(batch, seq_len, d_model) -> (batch, seq_len, d_model)``; dropout sits on the hidden layer.
+    ``(batch, seq_len, d_model) -> (batch, seq_len, d_model)``; dropout sits on the
+    hidden layer.
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1):
@@ -43,7 +44,8 @@ def residual(
     dropout: nn.Module,
     norm_first: bool,
 ) -> torch.Tensor:
-    """One residual connection around a sublayer (sections 3.1 and 5.4), ``(batch, seq_len, d_model)`` in and out.
+    """One residual connection around a sublayer (sections 3.1 and 5.4),
+    ``(batch, seq_len, d_model)`` in and out.
 
     Post-norm (the paper): ``norm(x + dropout(sublayer(x)))``.
     Pre-norm (``norm_first=True``): ``x + dropout(sublayer(norm(x)))``.
@@ -56,8 +58,9 @@ def residual(
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each wrapped in residual + LayerNorm.
 
-    ``forward(x, mask)``: ``x`` ``(batch, S, d_model)``, ``mask`` boolean broadcastable to
-    ``(batch, heads, S, S)`` (True = may attend), e.g. :func:`padding_mask` of the source.
+    ``forward(x, mask)``: ``x`` ``(batch, S, d_model)``, ``mask`` boolean broadcastable
+    to ``(batch, heads, S, S)`` (True = may attend), e.g. :func:`padding_mask` of the
+    source.
     """
 
     def __init__(
@@ -72,7 +75,9 @@ class EncoderLayer(nn.Module):
         d_k: int | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused, d_k=d_k)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, dropout, fused=fused, d_k=d_k
+        )
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -80,8 +85,16 @@ class EncoderLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = residual(x, lambda h: self.self_attn(h, h, h, mask), self.norm1, self.dropout1, self.norm_first)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        x = residual(
+            x,
+            lambda h: self.self_attn(h, h, h, mask),
+            self.norm1,
+            self.dropout1,
+            self.norm_first,
+        )
         return residual(x, self.ff, self.norm2, self.dropout2, self.norm_first)
 
 
@@ -108,8 +121,12 @@ class DecoderLayer(nn.Module):
         d_k: int | None = None,
     ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused, d_k=d_k)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, fused=fused, d_k=d_k)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, dropout, fused=fused, d_k=d_k
+        )
+        self.cross_attn = MultiHeadAttention(
+            d_model, num_heads, dropout, fused=fused, d_k=d_k
+        )
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -126,9 +143,19 @@ class DecoderLayer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        x = residual(x, lambda h: self.self_attn(h, h, h, tgt_mask), self.norm1, self.dropout1, self.norm_first)
         x = residual(
-            x, lambda h: self.cross_attn(h, memory, memory, memory_mask), self.norm2, self.dropout2, self.norm_first
+            x,
+            lambda h: self.self_attn(h, h, h, tgt_mask),
+            self.norm1,
+            self.dropout1,
+            self.norm_first,
+        )
+        x = residual(
+            x,
+            lambda h: self.cross_attn(h, memory, memory, memory_mask),
+            self.norm2,
+            self.dropout2,
+            self.norm_first,
         )
         return residual(x, self.ff, self.norm3, self.dropout3, self.norm_first)
 
@@ -157,7 +184,8 @@ class DecoderLayer(nn.Module):
 
 @dataclasses.dataclass
 class KVCache:
-    """The keys and values a decoder has computed, kept between decoding steps (chapter 8).
+    """The keys and values a decoder has computed, kept between decoding steps (chapter
+    8).
 
     The one object that holds a decoder's cache. One entry per decoder layer, each
     ``(batch, heads, ., d_k)``:
@@ -214,11 +242,13 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in tensors)
 
     def numel_per_sequence(self) -> int:
-        """Numbers the self-attention cache holds per sequence: 2 * layers * length * d_model."""
+        """Numbers the self-attention cache holds per sequence: 2 * layers * length *
+        d_model."""
         return sum(t[0].numel() for t in self.self_k + self.self_v)
 
     def memory_numel_per_sequence(self) -> int:
-        """Numbers the cross-attention cache holds per sequence: 2 * layers * S * d_model."""
+        """Numbers the cross-attention cache holds per sequence: 2 * layers * S *
+        d_model."""
         return sum(t[0].numel() for t in self.cross_k + self.cross_v)
 
     def append(
@@ -268,10 +298,11 @@ class KVCache:
 
 
 class _LayerStack(nn.Module):
-    """``num_layers`` independent copies of ``layer_type`` and, for pre-norm, a final LayerNorm.
+    """``num_layers`` independent copies of ``layer_type`` and, for pre-norm, a final
+    LayerNorm.
 
-    The shared ``__init__`` of :class:`Encoder` and :class:`Decoder`: they differ only in
-    the layer they stack and in what ``forward`` passes to it.
+    The shared ``__init__`` of :class:`Encoder` and :class:`Decoder`: they differ only
+    in the layer they stack and in what ``forward`` passes to it.
     """
 
     layer_type: type[nn.Module]
@@ -292,7 +323,15 @@ class _LayerStack(nn.Module):
         super().__init__()
         check_positive_int("num_layers", num_layers)
         self.layers = nn.ModuleList(
-            self.layer_type(d_model, num_heads, d_ff, dropout, norm_first=norm_first, fused=fused, d_k=d_k)
+            self.layer_type(
+                d_model,
+                num_heads,
+                d_ff,
+                dropout,
+                norm_first=norm_first,
+                fused=fused,
+                d_k=d_k,
+            )
             for _ in range(num_layers)
         )
         final_norm = norm_first if final_norm is None else final_norm
@@ -300,14 +339,18 @@ class _LayerStack(nn.Module):
 
 
 class Encoder(_LayerStack):
-    """A stack of ``num_layers`` independent :class:`EncoderLayer` s (N = 6 in the paper).
+    """A stack of ``num_layers`` independent :class:`EncoderLayer` s (N = 6 in the
+    paper).
 
-    With ``final_norm=True`` (the default for pre-norm) a LayerNorm follows the last layer.
+    With ``final_norm=True`` (the default for pre-norm) a LayerNorm follows the last
+    layer.
     """
 
     layer_type = EncoderLayer
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``x``: ``(batch, S, d_model)`` -> ``(batch, S, d_model)``."""
         for layer in self.layers:
             x = layer(x, mask)
@@ -315,7 +358,8 @@ class Encoder(_LayerStack):
 
 
 class Decoder(_LayerStack):
-    """A stack of ``num_layers`` independent :class:`DecoderLayer` s (N = 6 in the paper)."""
+    """A stack of ``num_layers`` independent :class:`DecoderLayer` s (N = 6 in the
+    paper)."""
 
     layer_type = DecoderLayer
 
@@ -326,17 +370,20 @@ class Decoder(_LayerStack):
         tgt_mask: torch.Tensor | None = None,
         memory_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``x``: ``(batch, T, d_model)``, ``memory``: ``(batch, S, d_model)`` -> ``(batch, T, d_model)``."""
+        """``x``: ``(batch, T, d_model)``, ``memory``: ``(batch, S, d_model)`` ->
+        ``(batch, T, d_model)``."""
         for layer in self.layers:
             x = layer(x, memory, tgt_mask, memory_mask)
         return self.norm(x)
 
     def init_cache(self, memory: torch.Tensor, memory_mask: torch.Tensor) -> KVCache:
-        """An empty :class:`KVCache` whose cross-attention keys and values are projected from ``memory``."""
+        """An empty :class:`KVCache` whose cross-attention keys and values are projected
+        from ``memory``."""
         return KVCache.from_memory(self, memory, memory_mask)
 
     def step(self, x: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """One new position ``x`` ``(batch, 1, d_model)`` -> ``(batch, 1, d_model)``, appending to ``cache``."""
+        """One new position ``x`` ``(batch, 1, d_model)`` -> ``(batch, 1, d_model)``,
+        appending to ``cache``."""
         for i, layer in enumerate(self.layers):
             x = layer.step(x, cache, i)
         return self.norm(x)

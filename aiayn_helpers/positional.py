@@ -14,7 +14,9 @@ from torch import nn
 from ._checks import check_floating, check_positive_int, check_tensor
 
 
-def sinusoidal_encoding(length: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def sinusoidal_encoding(
+    length: int, d_model: int, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """The paper's ``(length, d_model)`` table, interleaved: even columns sin, odd cos.
 
     Computed in float64 and cast to ``dtype``. The frequencies are written as
@@ -46,14 +48,23 @@ class PositionalEncoding(nn.Module):
             recompute a longer table; if False (default), raise ``ValueError``.
     """
 
-    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000, *, extend: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        dropout: float = 0.1,
+        max_len: int = 5000,
+        *,
+        extend: bool = False,
+    ):
         super().__init__()
         check_positive_int("d_model", d_model)
         check_positive_int("max_len", max_len)
         self.d_model = d_model
         self.extend = extend
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.register_buffer(
+            "pe", sinusoidal_encoding(max_len, d_model), persistent=False
+        )
         # A float64 copy on the CPU, outside the buffers (some devices have no float64):
         # `.double()` would only widen the rounded float32 table.
         self._pe64 = sinusoidal_encoding(max_len, d_model, torch.float64)
@@ -72,14 +83,20 @@ class PositionalEncoding(nn.Module):
         check_floating("x", x)
         length = offset + x.shape[1]
         if x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have last dimension d_model={self.d_model}, got shape "
+                f"{tuple(x.shape)}"
+            )
         if length > self.max_len:
             if not self.extend:
                 raise ValueError(
-                    f"sequence length {length} exceeds max_len={self.max_len} of the positional table; "
+                    f"sequence length {length} exceeds max_len={self.max_len} of the "
+                    "positional table; "
                     "build PositionalEncoding with a larger max_len or extend=True"
                 )
-            self.pe = sinusoidal_encoding(length, self.d_model, self.pe.dtype).to(self.pe.device)
+            self.pe = sinusoidal_encoding(length, self.d_model, self.pe.dtype).to(
+                self.pe.device
+            )
             self._pe64 = sinusoidal_encoding(length, self.d_model, torch.float64)
         # exact table for float64 work (the equivalence tests)
         if x.dtype == torch.float64:
@@ -111,11 +128,15 @@ class LearnedPositionalEncoding(nn.Module):
         check_tensor("x", x, dim=3)
         check_floating("x", x)
         if x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x must have last dimension d_model={self.d_model}, got shape "
+                f"{tuple(x.shape)}"
+            )
         length = offset + x.shape[1]
         if length > self.max_len:
             raise ValueError(
-                f"sequence length {length} exceeds max_len={self.max_len} of the learned position table, "
+                f"sequence length {length} exceeds max_len={self.max_len} of the "
+                "learned position table, "
                 "which has no rows beyond it; build it with a larger max_len"
             )
         positions = torch.arange(offset, length, device=x.device)

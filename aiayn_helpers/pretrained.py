@@ -64,7 +64,9 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     """``manifest.json`` of a model folder (``ValueError`` if missing or not JSON)."""
     path = Path(directory) / MANIFEST
     if not path.is_file():
-        raise ValueError(f"{directory} holds no {MANIFEST}: not a pretrained model folder")
+        raise ValueError(
+            f"{directory} holds no {MANIFEST}: not a pretrained model folder"
+        )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -74,7 +76,9 @@ def read_manifest(directory: str | os.PathLike) -> dict:
     return manifest
 
 
-def load_pretrained(name: str = "multi30k", *, dtype: torch.dtype = torch.float32) -> tuple[nn.Module, object]:
+def load_pretrained(
+    name: str = "multi30k", *, dtype: torch.dtype = torch.float32
+) -> tuple[nn.Module, object]:
     """``(model, tokenizer)`` of the shipped model ``name``, in eval mode on the CPU.
 
     The float16 weights are widened to ``dtype`` (float32 by default; float64 gives
@@ -82,7 +86,9 @@ def load_pretrained(name: str = "multi30k", *, dtype: torch.dtype = torch.float3
     SHA-256 does not match the manifest raises ``ValueError``.
     """
     if not isinstance(name, str) or name not in available_models():
-        raise ValueError(f"unknown pretrained model {name!r}; available: {available_models()}")
+        raise ValueError(
+            f"unknown pretrained model {name!r}; available: {available_models()}"
+        )
     return load_pretrained_dir(ROOT / name, dtype=dtype)
 
 
@@ -103,11 +109,16 @@ def load_pretrained_dir(
         expected = manifest["sha256"].get(file)
         if sha256(path) != expected:
             raise ValueError(
-                f"{path} is corrupt or was changed: its SHA-256 is {sha256(path)}, the manifest says {expected}"
+                f"{path} is corrupt or was changed: its SHA-256 is {sha256(path)}, the "
+                f"manifest says {expected}"
             )
     try:
-        tokenizer = Tokenizer.from_str((directory / "tokenizer.json").read_text(encoding="utf-8"))
-        cfg = config_from_dict(json.loads((directory / "config.json").read_text(encoding="utf-8")))
+        tokenizer = Tokenizer.from_str(
+            (directory / "tokenizer.json").read_text(encoding="utf-8")
+        )
+        cfg = config_from_dict(
+            json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        )
         weights = read_safetensors(directory / "weights.safetensors")
     # files that match their hashes but do not parse: a bad export
     except Exception as err:
@@ -116,15 +127,22 @@ def load_pretrained_dir(
     try:
         model.load_state_dict({k: v.to(torch.float32) for k, v in weights.items()})
     except (RuntimeError, AttributeError) as err:
-        raise ValueError(f"the weights in {directory} do not fit its config: {err}") from err
+        raise ValueError(
+            f"the weights in {directory} do not fit its config: {err}"
+        ) from err
     model = model.to(dtype).eval()
     # the decoding settings chosen for this model on the validation split: translate()'s
     # defaults
-    model.decoding_defaults = {"beam_size": cfg.beam_size, "length_penalty": cfg.length_penalty}
+    model.decoding_defaults = {
+        "beam_size": cfg.beam_size,
+        "length_penalty": cfg.length_penalty,
+    }
     return model, tokenizer
 
 
-def write_safetensors(state_dict: dict[str, torch.Tensor], path: str | os.PathLike, dtype=torch.float16) -> None:
+def write_safetensors(
+    state_dict: dict[str, torch.Tensor], path: str | os.PathLike, dtype=torch.float16
+) -> None:
     """Write a state dict as ``.safetensors``, floating tensors in ``dtype``.
 
     Tied weights (one tensor under several names, such as the shared embeddings and the
@@ -138,14 +156,25 @@ def write_safetensors(state_dict: dict[str, torch.Tensor], path: str | os.PathLi
     aliases: dict[str, str] = {}
     first_name: dict[tuple, str] = {}
     for name, value in state_dict.items():
-        key = (value.untyped_storage().data_ptr(), value.storage_offset(), tuple(value.shape), tuple(value.stride()))
+        key = (
+            value.untyped_storage().data_ptr(),
+            value.storage_offset(),
+            tuple(value.shape),
+            tuple(value.stride()),
+        )
         if key in first_name:
             aliases[name] = first_name[key]
             continue
         first_name[key] = name
         value = value.detach().to("cpu")
-        tensors[name] = (value.to(dtype) if value.is_floating_point() else value).contiguous()
-    save_file(tensors, str(path), metadata={"format": "pt", "aliases": json.dumps(aliases, sort_keys=True)})
+        tensors[name] = (
+            value.to(dtype) if value.is_floating_point() else value
+        ).contiguous()
+    save_file(
+        tensors,
+        str(path),
+        metadata={"format": "pt", "aliases": json.dumps(aliases, sort_keys=True)},
+    )
 
 
 def read_safetensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:

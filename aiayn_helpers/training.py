@@ -1,4 +1,5 @@
-"""Training pieces of the paper (section 5): label smoothing, Adam and the warmup schedule.
+"""Training pieces of the paper (section 5): label smoothing, Adam and the warmup
+schedule.
 
 * :func:`label_smoothed_cross_entropy`: cross-entropy against a target that puts
   ``1 - epsilon`` on the right token and spreads ``epsilon`` uniformly over the
@@ -42,19 +43,25 @@ def label_smoothed_cross_entropy(
         loss = (1 - epsilon) * (-log p[target]) + epsilon * mean_v(-log p[v])
 
     which is exactly ``F.cross_entropy(logits, target, label_smoothing=epsilon,
-    ignore_index=ignore_index)``. Log-probabilities come from ``log_softmax`` (never
-    ``log(softmax)``, which gives ``log(0) = -inf`` for a confident prediction). A
-    class whose logit is ``-inf`` (deliberately forbidden) is left out of the
-    smoothing term, so the loss stays finite where ``F.cross_entropy`` returns inf.
-    ``reduction="sum"`` returns the sum instead of the mean (for token-weighted averages).
+    ignore_index=ignore_index)``.
+    Log-probabilities come from ``log_softmax`` (never ``log(softmax)``, which gives
+    ``log(0) = -inf`` for a confident prediction). A class whose logit is ``-inf``
+    (deliberately forbidden) is left out of the smoothing term, so the loss stays finite
+    where ``F.cross_entropy`` returns inf. ``reduction="sum"`` returns the sum instead
+    of the mean (for token-weighted averages).
     """
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         raise ValueError("logits must be a floating-point tensor")
-    if not isinstance(target, torch.Tensor) or target.is_floating_point() or target.dtype == torch.bool:
+    if (
+        not isinstance(target, torch.Tensor)
+        or target.is_floating_point()
+        or target.dtype == torch.bool
+    ):
         raise ValueError("target must be an integer tensor of class ids")
     if logits.shape[:-1] != target.shape:
         raise ValueError(
-            f"logits (..., V) and target (...) must agree, got {tuple(logits.shape)} and {tuple(target.shape)}"
+            f"logits (..., V) and target (...) must agree, got {tuple(logits.shape)} "
+            f"and {tuple(target.shape)}"
         )
     if not 0.0 <= epsilon < 1.0:
         raise ValueError(f"epsilon must be in [0, 1), got {epsilon}")
@@ -68,7 +75,9 @@ def label_smoothed_cross_entropy(
     if keep.any():
         valid = target[keep]
         if int(valid.min()) < 0 or int(valid.max()) >= vocab:
-            raise ValueError(f"target ids must be in [0, {vocab}) (or ignore_index={ignore_index})")
+            raise ValueError(
+                f"target ids must be in [0, {vocab}) (or ignore_index={ignore_index})"
+            )
     nll = -logp.gather(-1, safe_target[:, None]).squeeze(-1)
     smooth = -logp.masked_fill(torch.isneginf(logp), 0.0).sum(-1) / vocab
     loss = ((1.0 - epsilon) * nll + epsilon * smooth) * keep
@@ -79,7 +88,8 @@ def label_smoothed_cross_entropy(
 
 
 def noam_lr(step: int, d_model: int, warmup: int) -> float:
-    """Equation (3): ``d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``; ``step`` counts from 1.
+    """Equation (3): ``d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)``; ``step``
+    counts from 1.
 
     It rises linearly for ``warmup`` steps, peaks at ``(d_model * warmup)^-0.5`` and
     then decays as ``step^-0.5``.
@@ -91,14 +101,16 @@ def noam_lr(step: int, d_model: int, warmup: int) -> float:
 
 
 def make_optimizer(model: nn.Module) -> torch.optim.Adam:
-    """Adam as in section 5.3 (beta1 = 0.9, beta2 = 0.98, eps = 1e-9), lr = 1 for the scheduler."""
+    """Adam as in section 5.3 (beta1 = 0.9, beta2 = 0.98, eps = 1e-9), lr = 1 for the
+    scheduler."""
     return torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
 
 
 def make_noam_scheduler(
     optimizer: torch.optim.Optimizer, d_model: int, warmup: int, scale: float = 1.0
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """A ``LambdaLR`` that sets the learning rate to ``scale * noam_lr(step, d_model, warmup)``.
+    """A ``LambdaLR`` that sets the learning rate to
+    ``scale * noam_lr(step, d_model, warmup)``.
 
     Build the optimizer with ``lr=1.0`` (see :func:`make_optimizer`): LambdaLR
     multiplies the base rate by the lambda. Call ``scheduler.step()`` after every
@@ -107,17 +119,21 @@ def make_noam_scheduler(
     for group in optimizer.param_groups:
         if group.get("initial_lr", group["lr"]) != 1.0:
             raise ValueError(
-                f"build the optimizer with lr=1.0 for the Noam schedule (the schedule is the whole rate), "
+                "build the optimizer with lr=1.0 for the Noam schedule (the schedule "
+                "is the whole rate), "
                 f"got lr={group['lr']}"
             )
     if not scale > 0:
         raise ValueError(f"scale must be positive, got {scale}")
     noam_lr(1, d_model, warmup)  # validates the arguments
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: scale * noam_lr(i + 1, d_model, warmup))
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: scale * noam_lr(i + 1, d_model, warmup)
+    )
 
 
 def _pad_id(model: nn.Module) -> int:
-    """The model's ``pad_id``, also through a ``DistributedDataParallel`` wrapper (``.module``)."""
+    """The model's ``pad_id``, also through a ``DistributedDataParallel`` wrapper
+    (``.module``)."""
     return getattr(getattr(model, "module", model), "pad_id", PAD_ID)
 
 
@@ -127,7 +143,8 @@ def make_batch(
     device: torch.device | str,
     pad_id: int = PAD_ID,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`~aiayn_helpers.data.collate` the pairs at ``indices`` and move them to ``device``.
+    """:func:`~aiayn_helpers.data.collate` the pairs at ``indices`` and move them to
+    ``device``.
 
     Returns ``src`` ``(batch, S)``, ``tgt_in`` and ``tgt_out`` ``(batch, T)``.
     """
@@ -144,18 +161,21 @@ def train_step(
     epsilon: float = 0.1,
     clip_norm: float | None = None,
 ) -> dict:
-    """One update: forward, label-smoothed loss, backward, (clipping,) Adam step, schedule step.
+    """One update: forward, label-smoothed loss, backward, (clipping,) Adam step,
+    schedule step.
 
-    ``batch`` is ``(src, tgt_in, tgt_out)`` from :func:`make_batch`, on the model's device;
-    the model is put in training mode (dropout on). Returns ``{"loss": mean loss per
-    target token, "tokens": target tokens, "src_tokens": source tokens, "lr": the
-    learning rate of the next update}`` and raises ``FloatingPointError`` if the loss
-    is not finite.
+    ``batch`` is ``(src, tgt_in, tgt_out)`` from :func:`make_batch`, on the model's
+    device; the model is put in training mode (dropout on). Returns ``{"loss": mean
+    loss per target token, "tokens": target tokens, "src_tokens": source tokens, "lr":
+    the learning rate of the next update}`` and raises ``FloatingPointError`` if the
+    loss is not finite.
     """
     src, tgt_in, tgt_out = batch
     pad = _pad_id(model)
     model.train()
-    loss = label_smoothed_cross_entropy(model(src, tgt_in), tgt_out, epsilon, ignore_index=pad)
+    loss = label_smoothed_cross_entropy(
+        model(src, tgt_in), tgt_out, epsilon, ignore_index=pad
+    )
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if clip_norm:
@@ -165,7 +185,10 @@ def train_step(
         scheduler.step()
     value = float(loss.detach())
     if not math.isfinite(value):
-        raise FloatingPointError(f"the loss became {value} (learning rate {optimizer.param_groups[0]['lr']:.3g})")
+        raise FloatingPointError(
+            f"the loss became {value} (learning rate "
+            f"{optimizer.param_groups[0]['lr']:.3g})"
+        )
     return {
         "loss": value,
         "tokens": int((tgt_out != pad).sum()),
@@ -176,7 +199,8 @@ def train_step(
 
 @dataclasses.dataclass
 class EpochStats:
-    """Running totals over the steps of one epoch, fed with :func:`train_step`'s results."""
+    """Running totals over the steps of one epoch, fed with :func:`train_step`'s
+    results."""
 
     loss_sum: float = 0.0  # loss per target token, times target tokens, summed
     tokens: int = 0  # target tokens
@@ -195,7 +219,8 @@ class EpochStats:
         return time.perf_counter() - self.start
 
     def summary(self) -> dict:
-        """``{"loss": mean loss per target token, "tokens", "src_tokens", "steps", "seconds"}``."""
+        """``{"loss", "tokens", "src_tokens", "steps", "seconds"}``, the loss per target
+        token."""
         loss = self.loss_sum / max(self.tokens, 1)
         return {
             "loss": loss,
@@ -217,18 +242,22 @@ def train_epoch(
     clip_norm: float | None = None,
     on_step: Callable[[dict], bool | None] | None = None,
 ) -> dict:
-    """One pass over ``batches`` (lists of indices into ``pairs_ids``), one :func:`train_step` each.
+    """One pass over ``batches`` (lists of indices into ``pairs_ids``), one
+    :func:`train_step` each.
 
     Batches are moved to the device of the model's parameters. After every update
     ``on_step(info)`` is called with :func:`train_step`'s result; if it returns True
     the epoch stops early. Returns :meth:`EpochStats.summary`: ``{"loss": mean loss
-    per target token, "tokens": target tokens, "src_tokens": ..., "steps": ..., "seconds": ...}``.
+    per target token, "tokens": target tokens, "src_tokens": ..., "steps": ...,
+    "seconds": ...}``.
     """
     device = next(model.parameters()).device
     stats = EpochStats()
     for indices in batches:
         batch = make_batch(pairs_ids, indices, device, _pad_id(model))
-        info = train_step(model, batch, optimizer, scheduler, epsilon=epsilon, clip_norm=clip_norm)
+        info = train_step(
+            model, batch, optimizer, scheduler, epsilon=epsilon, clip_norm=clip_norm
+        )
         stats.add(info)
         if on_step is not None and on_step(info):
             break
@@ -254,7 +283,9 @@ def evaluate_loss(
     total, count = 0.0, 0
     for indices in length_batches(pairs_ids, max_tokens, shuffle=False):
         src, tgt_in, tgt_out = make_batch(pairs_ids, indices, device, pad)
-        loss = label_smoothed_cross_entropy(model(src, tgt_in), tgt_out, epsilon, ignore_index=pad, reduction="sum")
+        loss = label_smoothed_cross_entropy(
+            model(src, tgt_in), tgt_out, epsilon, ignore_index=pad, reduction="sum"
+        )
         total += float(loss)
         count += int((tgt_out != pad).sum())
     model.train(was_training)

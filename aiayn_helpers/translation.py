@@ -47,21 +47,39 @@ def translate(
     tokens (the paper's rule). ``progress=True`` shows a progress bar on standard
     error, one step per batch.
     """
-    defaults = {"beam_size": 4, "length_penalty": 0.6, **getattr(model, "decoding_defaults", {})}
+    defaults = {
+        "beam_size": 4,
+        "length_penalty": 0.6,
+        **getattr(model, "decoding_defaults", {}),
+    }
     beam_size = defaults["beam_size"] if beam_size is None else beam_size
-    length_penalty = defaults["length_penalty"] if length_penalty is None else length_penalty
+    length_penalty = (
+        defaults["length_penalty"] if length_penalty is None else length_penalty
+    )
     if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences):
         raise ValueError(
             "sentences must be a list of strings (one per sentence), "
             f"got {type(sentences).__name__}"
-            + (" (wrap a single sentence in a list)" if isinstance(sentences, str) else "")
+            + (
+                " (wrap a single sentence in a list)"
+                if isinstance(sentences, str)
+                else ""
+            )
         )
     check_positive_int("beam_size", beam_size)
     check_non_negative_number("length_penalty", length_penalty)
     check_positive_int("batch_size", batch_size)
     if not sentences:
         return []
-    return _translate_batches(model, tokenizer, list(sentences), beam_size, length_penalty, batch_size, progress)
+    return _translate_batches(
+        model,
+        tokenizer,
+        list(sentences),
+        beam_size,
+        length_penalty,
+        batch_size,
+        progress,
+    )
 
 
 @torch.no_grad()
@@ -81,10 +99,14 @@ def _translate_batches(
     chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     device = next(model.parameters()).device
     result = [""] * len(sentences)
-    for chunk in tqdm(chunks, desc="translate", disable=not progress, file=sys.stderr, leave=False):
+    for chunk in tqdm(
+        chunks, desc="translate", disable=not progress, file=sys.stderr, leave=False
+    ):
         src = encode_sources(tokenizer, [sentences[i] for i in chunk]).to(device)
         if beam_size > 1:
-            hyps = beam_search(model, src, beam_size=beam_size, length_penalty=length_penalty)
+            hyps = beam_search(
+                model, src, beam_size=beam_size, length_penalty=length_penalty
+            )
         else:
             hyps = greedy_decode(model, src)
         for i, ids in zip(chunk, hyps, strict=True):
@@ -94,9 +116,14 @@ def _translate_batches(
 
 def encode_sources(tokenizer, sentences: Sequence[str]) -> torch.Tensor:
     """Source ids ``(batch, S)``: each sentence's BPE ids and ``<eos>``, padded."""
-    ids = [e.ids + [EOS_ID] for e in tokenizer.encode_batch(list(sentences), add_special_tokens=False)]
+    ids = [
+        e.ids + [EOS_ID]
+        for e in tokenizer.encode_batch(list(sentences), add_special_tokens=False)
+    ]
     width = max(len(x) for x in ids)
-    return torch.tensor([x + [PAD_ID] * (width - len(x)) for x in ids], dtype=torch.long)
+    return torch.tensor(
+        [x + [PAD_ID] * (width - len(x)) for x in ids], dtype=torch.long
+    )
 
 
 def translate_and_score(
@@ -115,7 +142,9 @@ def translate_and_score(
     from sacrebleu.metrics import BLEU
 
     sources = [de for de, _ in pairs]
-    hyps = translate(model, tokenizer, sources, beam_size, length_penalty, progress=progress)
+    hyps = translate(
+        model, tokenizer, sources, beam_size, length_penalty, progress=progress
+    )
     metric = BLEU()
     score = metric.corpus_score(hyps, [[en for _, en in pairs]])
     return score, str(metric.get_signature()), hyps

@@ -20,7 +20,9 @@ def seed_everything(seed: int = 0) -> None:
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
     """Number of parameters; shared (tied) tensors are counted once."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+    return sum(
+        p.numel() for p in model.parameters() if p.requires_grad or not trainable_only
+    )
 
 
 def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
@@ -44,7 +46,13 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
         return
     set_matplotlib_formats("png")
     matplotlib.rcParams.update(
-        {"figure.dpi": 100, "figure.figsize": (6.4, 4.0), "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "aiayn"}
+        {
+            "figure.dpi": 100,
+            "figure.figsize": (6.4, 4.0),
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "svg.hashsalt": "aiayn",
+        }
     )
     plt.rcParams["axes.spines.top"] = False
     plt.rcParams["axes.spines.right"] = False
@@ -60,7 +68,9 @@ class expect_error:  # noqa: N801 (used as a context manager: ``with ah.expect_e
     the demonstration is still checked every time the notebook runs.
     """
 
-    def __init__(self, error: type[BaseException] = Exception, match: str | None = None):
+    def __init__(
+        self, error: type[BaseException] = Exception, match: str | None = None
+    ):
         if not (isinstance(error, type) and issubclass(error, BaseException)):
             raise ValueError(f"error must be an exception class, got {error!r}")
         self.error, self.match = error, match
@@ -70,11 +80,15 @@ class expect_error:  # noqa: N801 (used as a context manager: ``with ah.expect_e
 
     def __exit__(self, kind, value, tb) -> bool:
         if kind is None:
-            raise AssertionError(f"expected {self.error.__name__}, but the block ran without an error")
+            raise AssertionError(
+                f"expected {self.error.__name__}, but the block ran without an error"
+            )
         if not issubclass(kind, self.error):
             return False  # an unexpected error propagates with its own traceback
         message = str(value)
         if self.match is not None and self.match not in message:
-            raise AssertionError(f"expected {self.error.__name__} saying {self.match!r}, got {message!r}") from value
+            raise AssertionError(
+                f"expected {self.error.__name__} saying {self.match!r}, got {message!r}"
+            ) from value
         print(f"{kind.__name__}: {message}" if message else kind.__name__)
         return True

@@ -238,12 +238,8 @@ def bench_export(threads: int = 2, batch: int = 32, rounds: int = 1) -> dict:
     ways = {
         "aiayn_helpers (ah.translate)": lambda s: ah.translate(model, tok, s, beam_size=4),
         "Transformers generate (Marian)": run_hf,
-        "CTranslate2 float32": lambda s: ctranslate2_translate(
-            ct2[None], tok, s, beam_size=4, threads=threads
-        ),
-        "CTranslate2 int8": lambda s: ctranslate2_translate(
-            ct2["int8"], tok, s, beam_size=4, threads=threads
-        ),
+        "CTranslate2 float32": lambda s: ctranslate2_translate(ct2[None], tok, s, beam_size=4, threads=threads),
+        "CTranslate2 int8": lambda s: ctranslate2_translate(ct2["int8"], tok, s, beam_size=4, threads=threads),
     }
     times = {k: [] for k in ways}
     bleu = {}
