@@ -156,10 +156,11 @@ def greedy_decode(
 ) -> list[list[int]]:
     """Pick the most probable next token at every step, for a whole batch at once.
 
-    Args: model: an :class:`aiayn_helpers.Transformer` (``encode`` and
-        ``next_token_logits``). src: ``(batch, S)`` source ids, padded with
-        ``model.pad_id``. max_new_tokens: most tokens generated per sentence (``<eos>``
-        included);
+    Args:
+        model: an :class:`aiayn_helpers.Transformer` (``encode`` and
+            ``next_token_logits``).
+        src: ``(batch, S)`` source ids, padded with ``model.pad_id``.
+        max_new_tokens: most tokens generated per sentence (``<eos>`` included);
             ``None``: source length + 50.
         use_cache: keep a key/value cache (one decoder position per step) instead of
             re-running the decoder over the whole prefix; same result.

@@ -477,9 +477,10 @@ def check(
     """Compare a student's ``answer`` with ``expected``; print the verdict, raise
     :class:`WrongAnswer` if wrong.
 
-    Args: label: the exercise's label, for example ``"ch03-ex1"`` (shown as "Exercise
-        3.1"). answer: what the student computed. ``...`` (Ellipsis), or a tuple holding
-        one,
+    Args:
+        label: the exercise's label, for example ``"ch03-ex1"`` (shown as
+            "Exercise 3.1").
+        answer: what the student computed. ``...`` (Ellipsis), or a tuple holding one,
             means not answered yet. A function (``lambda: swapped(x, x, x)``) is called
             first, so a check can use the student's objects; an error in it is reported
             as a wrong answer.

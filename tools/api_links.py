@@ -33,8 +33,18 @@ def used_names(nb: nbformat.NotebookNode) -> list[str]:
     return [name for name in ah.__all__ if name in found]
 
 
+def documented_as() -> dict[str, str]:
+    """Each name's target on the API page: ``aiayn_helpers.X`` or its module's path."""
+    page = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
+    found = re.findall(r"^\.\. auto\w+:: (aiayn_helpers(?:\.\w+)*\.(\w+))$", page, re.M)
+    return {name: target for target, name in found}
+
+
 def paragraph(names: list[str]) -> str:
-    links = ", ".join(f"{{py:obj}}`ah.{n} <aiayn_helpers.{n}>`" for n in names)
+    targets = documented_as()
+    links = ", ".join(
+        f"{{py:obj}}`ah.{n} <{targets.get(n, 'aiayn_helpers.' + n)}>`" for n in names
+    )
     return (
         "### In the package\n\n"
         "The chapter's code uses these parts of `aiayn_helpers` (imported as `ah`); each "
