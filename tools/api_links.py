@@ -42,9 +42,7 @@ def documented_as() -> dict[str, str]:
 
 def paragraph(names: list[str]) -> str:
     targets = documented_as()
-    links = ", ".join(
-        f"{{py:obj}}`ah.{n} <{targets.get(n, 'aiayn_helpers.' + n)}>`" for n in names
-    )
+    links = ", ".join(f"{{py:obj}}`ah.{n} <{targets.get(n, 'aiayn_helpers.' + n)}>`" for n in names)
     return (
         "### In the package\n\n"
         "The chapter's code uses these parts of `aiayn_helpers` (imported as `ah`); each "
