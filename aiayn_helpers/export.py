@@ -86,12 +86,9 @@ def _marian_state(model, perm: torch.Tensor) -> dict[str, torch.Tensor]:
     return out
 
 
-def export_marian(model, tokenizer, path, max_length: int = 128) -> Path:
-    """Write ``model`` (the book's Transformer) as a MarianMTModel directory, ``path``.
-
-    Writes config.json, model.safetensors, generation_config.json and a fast tokenizer
-    built from the book's own BPE ``tokenizer``. Returns the directory.
-    """
+def _check_export_inputs(model, tokenizer, path, max_length) -> dict[str, int]:
+    """Raise ``ValueError`` unless :func:`export_marian` can export ``model``; return the
+    special tokens' ids."""
     from .model import Transformer
 
     if not isinstance(model, Transformer):
@@ -124,6 +121,17 @@ def export_marian(model, tokenizer, path, max_length: int = 128) -> Path:
     ids = {t: tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>", "<unk>")}
     if any(v is None for v in ids.values()):
         raise ValueError(f"tokenizer lacks special tokens: {ids}")
+    return ids
+
+
+def export_marian(model, tokenizer, path, max_length: int = 128) -> Path:
+    """Write ``model`` (the book's Transformer) as a MarianMTModel directory, ``path``.
+
+    Writes config.json, model.safetensors, generation_config.json and a fast tokenizer
+    built from the book's own BPE ``tokenizer``. Returns the directory.
+    """
+    ids = _check_export_inputs(model, tokenizer, path, max_length)
+    sd = model.state_dict()
     tr = _require("transformers")
 
     d_model = model.d_model
