@@ -50,18 +50,79 @@ def imported_modules(path: Path) -> set[str]:
 # Modules a chapter may import that are optional on purpose: the chapter says what is
 # missing and carries on without them (chapter 8's export to Transformers and CTranslate2).
 OPTIONAL = {"transformers", "ctranslate2"}
+# What Colab's runtime pins (its google-colab package) and Colab warns against upgrading:
+# "Upgrading ipython, ipykernel, tornado, prompt-toolkit or pyzmq can cause your runtime to
+# repeatedly crash". The Colab cell must not pull any of them, even indirectly.
+COLAB_RUNTIME = {"ipykernel", "ipython", "tornado", "prompt-toolkit", "pyzmq"}
+COLAB_RUNTIME |= {"notebook", "jupyter-server", "jupyterlab"}  # Colab's own Jupyter server
+
+
+def _name(spec: str) -> str:
+    return re.split(r"[<>=!~\[; ]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def package_requirements(extras: str) -> set[str]:
+    """The distributions pyproject.toml names for ``aiayn_helpers`` with ``extras`` (e.g. "[reader]"):
+    its dependencies and those extras, an extra that names the package's own extras followed."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names, todo, seen = {_name(s) for s in project["dependencies"]}, re.findall(r"[a-z]+", extras), set()
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for spec in project["optional-dependencies"][extra]:
+            if _name(spec) == "aiayn-helpers":
+                todo += re.findall(r"[a-z]+", spec.split("[", 1)[1])
+            else:
+                names.add(_name(spec))
+    return names
+
+
+def installed_closure(names: set[str]) -> set[str]:
+    """``names`` and what they require, transitively, as installed here (markers for this machine)."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    closure, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in closure:
+            continue
+        closure.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for spec in requires:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name.lower().replace("_", "-"))
+    return closure
+
+
+def test_package_requirements_follow_the_extras_of_extras():
+    reader, lab, dev = (package_requirements(f"[{e}]") for e in ("reader", "lab", "dev"))
+    assert {"torch", "numpy", "jupyterquiz", "pooch"} <= reader
+    assert lab - reader == {"ipykernel", "jupyterlab"}
+    assert reader < lab < dev and {"pytest", "nbgrader", "ruff", "playwright"} <= dev - lab
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_colab_install_gives_every_module_the_chapter_imports(path):
-    """What the Colab cell installs (the package's dependencies and its reader extra) covers the chapter's imports."""
+    """What the chapter's Colab cell installs (the package's dependencies and the extras the cell names, read from
+    the cell) covers the chapter's imports, and leaves Colab's own Jupyter and IPython alone."""
     import importlib.metadata
-    import tomllib
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["reader"]
-    installed = {re.split(r"[<>=!\[; ]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in wanted}
-    installed |= {"aiayn-helpers", "ipython"}  # the package itself; ipykernel brings IPython
+    first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    (extras, _, _), *others = set_repository_url.install_specs(first.source)
+    assert not others, f"{path.name}: the Colab cell installs the package more than once"
+    installed = package_requirements(extras) | {"aiayn-helpers", "ipython"}  # the package; Colab has IPython
+    pulled = installed_closure(package_requirements(extras)) & COLAB_RUNTIME
+    assert not pulled, f"{path.name}: the Colab cell would upgrade Colab's own {sorted(pulled)}"
     distributions = importlib.metadata.packages_distributions()
     missing = []
     for module in sorted(imported_modules(path) - set(sys.stdlib_module_names) - OPTIONAL):
@@ -82,6 +143,32 @@ def test_set_repository_url_rewrites_config_and_notebooks(tmp_path):
     first = next(c for c in nbformat.read(nb_path, as_version=4).cells if c.cell_type == "code")
     assert [url for _, url, _ in set_repository_url.install_specs(first.source)] == ["https://github.com/someone/fork"]
     assert set_repository_url.sync_notebooks("https://github.com/someone/fork", [nb_path]) == []
+
+
+def test_readme_links_point_at_the_configured_repository_and_release():
+    readme = (ROOT / "README.md").read_text()
+    links = set_repository_url.readme_links(readme)
+    repo, tag = set_repository_url.owner_repo(set_repository_url.repository_url()), set_repository_url.release_tag()
+    assert links, "the README links to no site, Colab, Binder or pip install"
+    expected = {f"git+https://github.com/{repo}@{tag}", f"https://colab.research.google.com/github/{repo}/",
+                f"https://mybinder.org/v2/gh/{repo}/", "https://{}.github.io/{}/".format(*repo.split("/"))}  # fmt: skip
+    assert set(links) == expected, f"run `python tools/set_repository_url.py`: the README has {sorted(set(links))}"
+    # no placeholder for the address (the tool's usage line names its argument https://github.com/OWNER/REPO)
+    assert not re.search(
+        r"<(this repository|repository URL|URL)>|OWNER/REPO", readme.replace("github.com/OWNER/REPO", "")
+    )
+
+
+def test_set_repository_url_rewrites_the_readme_links(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text())
+    assert set_repository_url.sync_readme("https://github.com/Someone/fork", readme)
+    links = set(set_repository_url.readme_links(readme.read_text()))
+    assert {"https://Someone.github.io/fork/", "https://mybinder.org/v2/gh/Someone/fork/"} <= links
+    assert f"git+https://github.com/Someone/fork@{set_repository_url.release_tag()}" in links
+    assert not set_repository_url.sync_readme("https://github.com/Someone/fork", readme)
+    with pytest.raises(SystemExit, match="GitHub repository URL"):
+        set_repository_url.owner_repo("https://gitlab.com/a/b")
 
 
 def test_portable_target_uses_the_generic_kernels_and_one_thread():
@@ -111,24 +198,31 @@ def test_workflows_test_both_ends_of_the_python_range_and_publish_the_student_si
     build = pages["jobs"]["build"]["steps"]
     assert any("make_student.py" in step.get("run", "") for step in build)
     assert any(step.get("with", {}).get("path") == "_student/_build/html" for step in build)
-    full_install = re.compile(r"-r requirements\.txt|make (book|setup|test)")  # the dev tools too: not here
+    full_install = re.compile(r"-r requirements\.txt|make (book|setup|test)|\[dev\]")  # the dev tools too: not here
     assert not any(full_install.search(step.get("run", "")) for step in build)
+    # the build imports the package and its reader set (a build without pooch failed at the attention explorer)
+    assert any('-e ".[reader]"' in step.get("run", "") for step in build)
     assert trigger["workflow_run"]["branches"] == ["main"]
 
 
+def pins(path: Path) -> dict[str, str]:
+    """``{name: version}`` of a requirements file's ``name==version`` lines."""
+    lines = [ln.split("#")[0].strip() for ln in path.read_text().splitlines()]
+    return dict(ln.lower().split("==") for ln in lines if "==" in ln)
+
+
+def test_requirements_pin_every_package_of_the_reader_and_developer_sets():
+    """requirements.txt, what `make setup` installs, is the full pinned set: [dev] with [lab] and [reader] in it."""
+    assert package_requirements("[dev]") - set(pins(ROOT / "requirements.txt")) == set()
+    assert "-e ." in (ROOT / "requirements.txt").read_text().splitlines()
+
+
 def test_binder_installs_the_cpu_reader_set_at_the_pins_of_requirements():
-    import tomllib
-
-    def pins(path: Path) -> dict[str, str]:
-        lines = [ln.split("#")[0].strip() for ln in path.read_text().splitlines()]
-        return dict(ln.lower().split("==") for ln in lines if "==" in ln)
-
     binder = ROOT / "binder"
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in (binder / "requirements.txt").read_text()
     ours, full = pins(binder / "requirements.txt"), pins(ROOT / "requirements.txt")
     assert all(full.get(name) == version for name, version in ours.items()), "binder pins differ from requirements.txt"
-    reader = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["reader"]
-    names = {re.split(r"[<>=!\[; ]", spec, maxsplit=1)[0].lower() for spec in reader} | {"torch", "numpy"}
-    assert set(ours) == names, f"binder installs {sorted(ours)}, the reader set is {sorted(names)}"
+    names = package_requirements("[lab]")  # the reader set and JupyterLab, torch and numpy included
+    assert set(ours) == names, f"binder installs {sorted(ours)}, the [lab] set is {sorted(names)}"
     assert not {"pytest", "nbgrader", "playwright", "ruff", "jupyter-book"} & set(ours)
     assert "pip install --no-deps -e ." in (binder / "postBuild").read_text()

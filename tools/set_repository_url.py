@@ -10,7 +10,9 @@ Colab cells:
     python tools/set_repository_url.py                      # after editing _config.yml by hand
     python tools/set_repository_url.py https://github.com/OWNER/REPO   # set it in both places
 
-``tests/test_portability.py`` fails when a notebook's Colab cell disagrees with ``_config.yml``.
+It also rewrites the README's links (the site on GitHub Pages, Colab, Binder and the
+``pip install`` line). ``tests/test_portability.py`` fails when a notebook's Colab cell or
+the README disagrees with ``_config.yml``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,44 @@ def sync_notebooks(url: str, notebooks: list[Path]) -> list[Path]:
     return changed
 
 
+README = ROOT / "README.md"
+_REPO = r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
+# the README's links to the repository: (pattern, replacement given "OWNER/REPO" and the tag)
+README_LINKS = [
+    (re.compile(r"git\+https://github\.com/" + _REPO + r"@v[0-9][0-9A-Za-z.]*"),
+     lambda repo, tag: f"git+https://github.com/{repo}@{tag}"),
+    (re.compile(r"https://colab\.research\.google\.com/github/" + _REPO + "/"),
+     lambda repo, tag: f"https://colab.research.google.com/github/{repo}/"),
+    (re.compile(r"https://mybinder\.org/v2/gh/" + _REPO + "/"), lambda repo, tag: f"https://mybinder.org/v2/gh/{repo}/"),
+    (re.compile(r"https://(?P<owner>[A-Za-z0-9-]+)\.github\.io/(?P<name>[A-Za-z0-9_.-]+)/"),
+     lambda repo, tag: "https://{}.github.io/{}/".format(*repo.split("/"))),
+]  # fmt: skip
+
+
+def owner_repo(url: str) -> str:
+    """``OWNER/REPO`` of ``https://github.com/OWNER/REPO``."""
+    m = re.fullmatch(r"https://github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?", url)
+    if not m:
+        raise SystemExit(f"expected a GitHub repository URL https://github.com/OWNER/REPO, got {url!r}")
+    return m.group(1)
+
+
+def readme_links(text: str) -> list[str]:
+    """Every link of the README that names the repository, as written."""
+    return [m.group(0) for pattern, _ in README_LINKS for m in pattern.finditer(text)]
+
+
+def sync_readme(url: str, readme: Path = README) -> bool:
+    """Point the README's links at ``url`` and the release tag; return whether it changed."""
+    repo, tag, text = owner_repo(url), release_tag(), readme.read_text()
+    new = text
+    for pattern, replacement in README_LINKS:
+        new = pattern.sub(lambda m, r=replacement: r(repo, tag), new)
+    if new != text:
+        readme.write_text(new)
+    return new != text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("url", nargs="?", help="new repository URL (default: keep the one in _config.yml)")
@@ -79,7 +119,8 @@ def main() -> None:
         set_config_url(args.url.rstrip("/"))
     url = repository_url()
     changed = sync_notebooks(url, sorted((ROOT / "notebooks").glob("*.ipynb")))
-    print(f"repository {url}: {len(changed)} notebook(s) updated")
+    readme = sync_readme(url)
+    print(f"repository {url}: {len(changed)} notebook(s) updated; README {'updated' if readme else 'unchanged'}")
 
 
 if __name__ == "__main__":
