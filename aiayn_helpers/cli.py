@@ -18,6 +18,7 @@ a bad option is exit status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,22 +77,29 @@ def translate_parser(prog: str = "aiayn-translate") -> argparse.ArgumentParser:
     return p
 
 
-def read_lines(data: bytes) -> tuple[list[str | None], list[str]]:
-    """``(lines, problems)``: the decoded lines (``None`` if unusable), the problems."""
+def read_lines(
+    data: bytes | Sequence[bytes], what: str = "line"
+) -> tuple[list[str | None], list[str]]:
+    """``(lines, problems)``: the decoded lines (``None`` if unusable), the problems.
+
+    ``data`` is the bytes of a file (split into lines here) or the lines themselves;
+    ``what`` names one in the problems ("line 3 is empty", "argument 2 is ...").
+    """
     lines: list[str | None] = []
     problems = []
-    for number, raw in enumerate(data.splitlines(), start=1):
+    rows = data.splitlines() if isinstance(data, bytes) else data
+    for number, raw in enumerate(rows, start=1):
         try:
             text = raw.decode("utf-8").strip()
         except UnicodeDecodeError as err:
             problems.append(
-                f"line {number} is not valid UTF-8 ({err.reason} at byte {err.start}); "
-                "left empty"
+                f"{what} {number} is not valid UTF-8 "
+                f"({err.reason} at byte {err.start}); left empty"
             )
             lines.append(None)
             continue
         if not text:
-            problems.append(f"line {number} is empty; left empty")
+            problems.append(f"{what} {number} is empty; left empty")
             lines.append(None)
         else:
             lines.append(text)
@@ -107,11 +115,20 @@ def translate_main(
     if args.sentences and args.input is not None:
         parser.error("give sentences as arguments or --input FILE, not both")
     if args.input is not None:
-        if not args.input.is_file():
+        try:
+            data = args.input.read_bytes()
+        except FileNotFoundError:
             parser.error(f"no such file: {args.input}")
-        lines, problems = read_lines(args.input.read_bytes())
+        except IsADirectoryError:
+            parser.error(f"{args.input} is a folder; --input takes a file")
+        except OSError as err:
+            parser.error(f"cannot read {args.input}: {err.strerror or err}")
+        lines, problems = read_lines(data)
     elif args.sentences:
-        lines, problems = read_lines("\n".join(args.sentences).encode("utf-8"))
+        # one sentence per argument (its line breaks made spaces), as the shell passed
+        # its bytes, so that an argument that is not UTF-8 is reported, not a traceback
+        rows = [os.fsencode(" ".join(s.split())) for s in args.sentences]
+        lines, problems = read_lines(rows, what="argument")
     elif sys.stdin.isatty():
         parser.error(
             "no sentences: give them as arguments, with --input FILE, or on standard "

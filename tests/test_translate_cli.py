@@ -66,10 +66,24 @@ def test_bad_lines_are_reported_and_the_others_translated(english, capsys, monke
     assert "line 3 is not valid UTF-8" in captured.err
 
 
+def test_each_argument_is_one_sentence_and_bad_ones_are_reported(english, capsys):
+    """An empty argument, one that is not UTF-8 (the shell's bytes, as Python passes them
+    on: a surrogate escape) and a trailing empty one keep their place in the output."""
+    args = ["Ein Hund läuft.", "", "Ein Mann\nfährt Fahrrad.", "kaputt \udcff", " "]
+    assert translate_main(args) == 1
+    captured = capsys.readouterr()
+    assert captured.out.split("\n") == [english["Ein Hund läuft."], "", english["Ein Mann fährt Fahrrad."], "", "", ""]
+    assert "argument 2 is empty" in captured.err and "argument 5 is empty" in captured.err
+    assert "argument 4 is not valid UTF-8" in captured.err
+
+
 def test_usage_errors_exit_with_status_2(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as missing:
         translate_main(["--input", str(tmp_path / "missing.txt")])
     assert missing.value.code == 2 and "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as folder:
+        translate_main(["--input", str(tmp_path)])
+    assert folder.value.code == 2 and "is a folder; --input takes a file" in capsys.readouterr().err
     monkeypatch.setattr(sys, "stdin", FakeStdin(b"", tty=True))
     with pytest.raises(SystemExit) as nothing:
         translate_main([])
@@ -83,6 +97,7 @@ def test_read_lines_keeps_line_numbers():
     lines, problems = read_lines(b"a\n \nb\xff\n")
     assert lines == ["a", None, None]
     assert [p.split()[1] for p in problems] == ["2", "3"]
+    assert read_lines([b"a", b""], what="argument") == (["a", None], ["argument 2 is empty; left empty"])
 
 
 def test_translate_shows_a_progress_bar_only_when_asked(capsys):
