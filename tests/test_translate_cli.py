@@ -4,6 +4,7 @@ the helpers a reader meets first: ah.translate's progress bar, ah.expect_error."
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,46 @@ def test_expect_error_prints_the_error_and_fails_when_nothing_is_raised(capsys):
             raise ValueError("dtype")
     with pytest.raises(ValueError, match="exception class"):
         ah.expect_error("ValueError")
+
+
+def readme_examples(text: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The README's "Translate a sentence" examples: ``ah.translate`` calls with the output in the comment
+    that follows, and console commands with the line they print."""
+    section = text.split("## Translate a sentence", 1)[1].split("\n## ", 1)[0]
+    python = re.findall(r"```python\n(.*?)```", section, re.S)
+    console = re.findall(r"```console\n(.*?)```", section, re.S)
+    assert len(python) == 1 and len(console) == 1, "the section shows one Python and one command-line example"
+    lines = console[0].splitlines()
+    commands = [(line[2:], lines[i + 1]) for i, line in enumerate(lines[:-1]) if line.startswith("$ ")]
+    return python[0].splitlines(), [(cmd, out) for cmd, out in commands if not out.startswith("$ ")]
+
+
+def test_the_readme_and_the_introduction_show_real_translations():
+    import ast
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    python, commands = readme_examples((root / "README.md").read_text())
+    model, tokenizer = ah.load_pretrained()
+    intro = re.search(
+        r"ah\.translate\(model, tokenizer, (\[.*?\])\)  # (\[.*?\])", (root / "book" / "intro.md").read_text()
+    )
+    calls = [(intro[1], intro[2])] + [
+        (re.match(r"ah\.translate\(model, tokenizer, (\[.*\])\)$", line)[1], python[i + 1].lstrip("# "))
+        for i, line in enumerate(python)
+        if line.startswith("ah.translate(")
+    ]
+    for german, english in calls:
+        assert ah.translate(model, tokenizer, ast.literal_eval(german)) == ast.literal_eval(english), german
+    assert len(commands) == 2, commands
+    for command, printed in commands:
+        stdin = None
+        if command.startswith("echo "):
+            echoed, command = command.split(" | ", 1)
+            stdin = shlex.split(echoed)[1] + "\n"
+        argv = shlex.split(command)
+        argv[0] = sys.executable if argv[0] == ".venv/bin/python" else str(BIN / Path(argv[0]).name)
+        if not Path(argv[0]).exists():
+            pytest.skip("the package is not installed with its console script (pip install -e .)")
+        out = subprocess.run(argv, input=stdin, capture_output=True, text=True)
+        assert (out.returncode, out.stdout) == (0, printed + "\n"), (command, out.stderr)
