@@ -203,6 +203,12 @@ def test_workflows_test_both_ends_of_the_python_range_and_publish_the_student_si
     # the build imports the package and its reader set (a build without pooch failed at the attention explorer)
     assert any('-e ".[reader]"' in step.get("run", "") for step in build)
     assert trigger["workflow_run"]["branches"] == ["main"]
+    assert set(trigger) == {"workflow_run"}  # no manual trigger that would skip the tests
+    # a fork's pull request from its own branch "main" matches `branches: [main]`: only pushes here publish
+    assert "workflow_run.event == 'push'" in pages["jobs"]["build"]["if"]
+    assert "head_repository.full_name == github.repository" in pages["jobs"]["build"]["if"]
+    assert pages["permissions"] == {"contents": "read"}  # the build runs the repository's code: read only
+    assert pages["jobs"]["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
 
 
 def pins(path: Path) -> dict[str, str]:
