@@ -179,6 +179,17 @@ def test_portable_target_uses_the_generic_kernels_and_one_thread():
     assert "ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1" in makefile
 
 
+def test_readers_are_told_the_python_range_of_pyproject():
+    """requires-python is the one statement of the range; the README and the introductions echo it."""
+    import tomllib
+
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", requires).groups()
+    stated = f"Python 3.{low} to 3.{int(high) - 1}"
+    for page in ("README.md", "book/intro.md", "tools/student_edition/intro.md"):
+        assert stated in " ".join((ROOT / page).read_text().split()), f"{page} does not say {stated!r}"
+
+
 def test_workflows_test_both_ends_of_the_python_range_and_publish_the_student_site_after_the_tests():
     import tomllib
 
