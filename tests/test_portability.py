@@ -243,3 +243,6 @@ def test_binder_installs_the_cpu_reader_set_at_the_pins_of_requirements():
     assert set(ours) == names, f"binder installs {sorted(ours)}, the [lab] set is {sorted(names)}"
     assert not {"pytest", "nbgrader", "playwright", "ruff", "jupyter-book"} & set(ours)
     assert "pip install --no-deps -e ." in (binder / "postBuild").read_text()
+    # the Binder button opens JupyterLab (lab/tree/...), which binder/ installs
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["launch_buttons"]["notebook_interface"] == "jupyterlab" and "jupyterlab" in ours
