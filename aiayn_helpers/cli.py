@@ -9,10 +9,10 @@ With ``--input`` a progress bar goes to standard error.
 
 One translation is printed per input sentence, in order. Beam size and length penalty
 default to the shipped model's own (chosen on the validation split, see its
-``config.json``). A line that is empty or not UTF-8 is reported on standard error by
-its line number and left empty in the output, so that the output still lines up with
-the input; the others are translated, and the exit status is then 1. A missing file or
-a bad option is exit status 2.
+``config.json``). A line (or argument) that is empty or not UTF-8 is reported on
+standard error by its number and left empty in the output, so that the output still
+lines up with the input; the others are translated, and the exit status is then 1. A
+missing file or a bad option is exit status 2.
 """
 
 from __future__ import annotations
