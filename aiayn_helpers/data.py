@@ -41,7 +41,38 @@ MULTI30K_SHA256 = {
         "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9"
     ),
 }
-SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
+# The later WMT test sets (2017 and 2018), which no part of the book tunes on: read
+# only to report how the shipped model does on sentences it was never chosen on. They
+# are downloaded on first use, or read from a given folder that holds them.
+HELDOUT_SHA256 = {
+    "test_2017_flickr.de.gz": (
+        "a2c89666db00c495cd8513b9d708d5a3acc205d7de312ef2bf5fb7ebc1540aee"
+    ),
+    "test_2017_flickr.en.gz": (
+        "76a444ee25172e72695cddb13ae4a3bda59430617be88e0bb46b60504f054074"
+    ),
+    "test_2017_mscoco.de.gz": (
+        "799e4854c25d601cb6cb6be29eabe5667734c61ace2f495e03e429031a0bc338"
+    ),
+    "test_2017_mscoco.en.gz": (
+        "aab300bfb4427697987e02cd0aacd44bfe8aa50456231b6474c08038bbed2b58"
+    ),
+    "test_2018_flickr.de.gz": (
+        "ddd0130c7d97482dc5197a02141dae8dd79f20f03586c480d675c09a32daf608"
+    ),
+    "test_2018_flickr.en.gz": (
+        "ef4f4844037d4c5dea75c9a8ed5fd78905967a26f67c255e230cc9780032654d"
+    ),
+}
+SPLITS = {
+    "train": "train",
+    "val": "val",
+    "test2016": "test_2016_flickr",
+    "test2017_flickr": "test_2017_flickr",
+    "test2017_mscoco": "test_2017_mscoco",
+    "test2018_flickr": "test_2018_flickr",
+}
+HELDOUT_SPLITS = ("test2017_flickr", "test2017_mscoco", "test2018_flickr")
 DEFAULT_CACHE = Path("~/.cache/aiayn_helpers/multi30k")
 
 
@@ -57,14 +88,14 @@ def verify_file(path: str | os.PathLike) -> None:
     """Raise ``ValueError`` unless ``path`` exists and matches its entry in
     :data:`MULTI30K_SHA256`."""
     path = Path(path)
-    if path.name not in MULTI30K_SHA256:
+    known = {**MULTI30K_SHA256, **HELDOUT_SHA256}
+    if path.name not in known:
         raise ValueError(
-            f"{path.name!r} is not a Multi30k file; expected one of "
-            f"{sorted(MULTI30K_SHA256)}"
+            f"{path.name!r} is not a Multi30k file; expected one of {sorted(known)}"
         )
     if not path.is_file():
         raise ValueError(f"Multi30k file {path} is missing")
-    expected, actual = MULTI30K_SHA256[path.name], _sha256(path)
+    expected, actual = known[path.name], _sha256(path)
     if actual != expected:
         raise ValueError(
             f"checksum mismatch for {path}: expected sha256 {expected}, got {actual}. "
@@ -93,7 +124,7 @@ def _download(name: str, folder: Path) -> None:
     try:
         pooch.retrieve(
             MULTI30K_URL + name,
-            known_hash="sha256:" + MULTI30K_SHA256[name],
+            known_hash="sha256:" + {**MULTI30K_SHA256, **HELDOUT_SHA256}[name],
             fname=name,
             path=folder,
             downloader=_downloader(),
@@ -152,11 +183,14 @@ def _read_lines(path: Path) -> list[str]:
 def load_multi30k(
     split: str, data_dir: str | os.PathLike | None = None, limit: int | None = None
 ) -> list[tuple[str, str]]:
-    """``(german, english)`` sentence pairs of ``split`` in
-    ``{"train", "val", "test2016"}``.
+    """``(german, english)`` sentence pairs of ``split``.
 
-    Both files are verified against :data:`MULTI30K_SHA256` before they are read.
-    ``limit`` keeps the first ``limit`` pairs (for quick experiments and tests).
+    ``split`` is ``"train"``, ``"val"`` or ``"test2016"``, or one of the held-out
+    sets :data:`HELDOUT_SPLITS` (``"test2017_flickr"``, ``"test2017_mscoco"``,
+    ``"test2018_flickr"``), which the folder of ``data_dir``/``$AIAYN_DATA_DIR``
+    must hold or which are downloaded into the cache on first use. Both files are
+    verified against their SHA-256 sums before they are read. ``limit`` keeps the
+    first ``limit`` pairs (for quick experiments and tests).
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
@@ -166,6 +200,17 @@ def load_multi30k(
         raise ValueError(f"limit must be a positive int or None, got {limit!r}")
     folder = multi30k_dir(data_dir)
     paths = [folder / f"{SPLITS[split]}.{lang}.gz" for lang in ("de", "en")]
+    if split in HELDOUT_SPLITS:
+        for p in paths:
+            if p.is_file():
+                continue
+            if folder != cache_dir():
+                raise ValueError(
+                    f"the held-out split {split!r} needs {p.name} in {folder}; copy "
+                    f"it there from {MULTI30K_URL} or unset AIAYN_DATA_DIR to "
+                    "download it into the cache"
+                )
+            _download(p.name, folder)
     for p in paths:
         verify_file(p)
     de, en = (_read_lines(p) for p in paths)

@@ -175,6 +175,37 @@ def test_no_network_gives_a_clear_error(tmp_path, monkeypatch, no_network):
         multi30k_dir()
 
 
+def test_held_out_splits_are_read_checked_and_downloaded_on_demand(corpus_dir, tmp_path, monkeypatch):
+    """The 2017/2018 test sets: a given folder without them says which file is missing and where it comes
+    from; the cache downloads only the two files the split needs, checked against their SHA-256."""
+    given = tmp_path / "given"
+    given.mkdir()
+    for name in MULTI30K_SHA256:
+        (given / name).symlink_to(corpus_dir / name)
+    with pytest.raises(ValueError, match=r"held-out split 'test2017_mscoco' needs test_2017_mscoco\.de\.gz"):
+        load_multi30k("test2017_mscoco", given)
+    monkeypatch.delenv("AIAYN_DATA_DIR", raising=False)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in MULTI30K_SHA256:
+        (cache / name).symlink_to(corpus_dir / name)
+    monkeypatch.setenv("AIAYN_CACHE_DIR", str(cache))
+    requested = []
+
+    def fake_download(url, output_file, pooch_object):  # a file of the right name, not the right bytes
+        requested.append(url.rsplit("/", 1)[1])
+        Path(output_file).write_bytes(gzip.compress(b"Ein Hund.\n"))
+
+    monkeypatch.setattr(data, "_downloader", lambda: fake_download)
+    with pytest.raises(ValueError, match=r"checksum mismatch for downloaded test_2017_mscoco\.de\.gz"):
+        load_multi30k("test2017_mscoco")
+    assert requested == ["test_2017_mscoco.de.gz"]
+    assert set(data.HELDOUT_SPLITS) <= set(data.SPLITS)
+    assert {f"{data.SPLITS[s]}.{lang}.gz" for s in data.HELDOUT_SPLITS for lang in ("de", "en")} == set(
+        data.HELDOUT_SHA256
+    )
+
+
 # -- vocabulary and encoding -------------------------------------------------------------------
 def test_bpe_special_ids_and_exact_round_trip(tokenizer, small_pairs):
     assert [tokenizer.token_to_id(t) for t in ("<pad>", "<bos>", "<eos>", "<unk>")] == [0, 1, 2, 3]

@@ -135,10 +135,41 @@ def test_the_machines_table_quotes_each_record():
 def test_the_shipped_models_table_quotes_its_manifest():
     text = PAGE.read_text(encoding="utf-8")
     training = _load(MANIFEST)["training"]
-    row = _table_row(text, "CPU recipe, longer")
+    row = _table_row(text, "GPU run of the full recipe")
     assert row[1] == f"`{training['command']}`"
     assert row[2] == training["hardware"]
     assert row[3] == training["time"]
+    assert row[4] == str(training["epochs"])
+
+
+def test_the_validation_choice_and_the_test_scores_are_the_manifests():
+    """Every cell of the validation table and of the test-set table is the manifest's."""
+    text = PAGE.read_text(encoding="utf-8")
+    manifest = _load(MANIFEST)
+    choice = manifest["validation_choice"]
+    for average, weights in ((0, "last epoch (40)"), (5, "mean of epochs 36-40")):
+        for beam in sorted({r["beam_size"] for r in choice["rows"]}):
+            rows = sorted(
+                (r for r in choice["rows"] if (r["average"], r["beam_size"]) == (average, beam)),
+                key=lambda r: r["length_penalty"],
+            )
+            cells = _table_row(text, f"{weights} | {beam} |")[2:]
+            shown = [c.replace("*", "") for c in cells]
+            assert shown == [f"{r['bleu']:.2f} (BP {r['brevity_penalty']:.3f})" for r in rows]
+    best = choice["best"]
+    assert (best["beam_size"], best["length_penalty"]) == (
+        manifest["test2016_bleu"]["beam_size"],
+        manifest["test2016_bleu"]["length_penalty"],
+    )
+    assert f"**{best['bleu']:.2f}**" in text
+    scores = {"test2016 Flickr": manifest["test2016_bleu"]}
+    names = {"test2017_flickr": "test2017 Flickr", "test2017_mscoco": "test2017 MSCOCO"}
+    names["test2018_flickr"] = "test2018 Flickr"
+    scores.update({names[k]: v for k, v in manifest["heldout_bleu"].items()})
+    for name, score in scores.items():
+        row = [c.replace("*", "") for c in _table_row(text, name)]
+        assert row[1:4] == [f"{score['score']:.2f}", f"{score['brevity_penalty']:.3f}", str(score["seconds"])]
+        assert score["sentences"] == int(row[0].split("(")[1].split()[0].replace(",", ""))
 
 
 def test_the_thread_choice_figures_are_the_records():

@@ -84,15 +84,15 @@ def load_average(log: Path) -> dict:
     }
 
 
-def score_test2016(out: Path) -> dict:
-    """The exported model's test2016 sacreBLEU through ``aiayn_helpers.translate`` and its defaults (float32)."""
+def score_test2016(out: Path, split: str = "test2016", data_dir: Path | None = None) -> dict:
+    """The exported model's sacreBLEU on ``split`` through ``aiayn_helpers.translate`` and its defaults (float32)."""
     from sacrebleu.metrics import BLEU
 
     from aiayn_helpers.data import load_multi30k
     from aiayn_helpers.translation import translate
 
     model, tokenizer = load_pretrained_dir(out)
-    pairs = load_multi30k("test2016")
+    pairs = load_multi30k(split, data_dir)
     start = time.perf_counter()
     hyps = translate(model, tokenizer, [de for de, _ in pairs])
     metric = BLEU()
@@ -111,21 +111,38 @@ def score_test2016(out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", type=Path, help="a run's last.pt or epochNNN.pt")
+    parser.add_argument("checkpoint", type=Path, nargs="?", help="a run's last.pt or epochNNN.pt")
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        help="score an exported folder instead (test2016 once, then the held-out sets) and update its manifest",
+    )
+    parser.add_argument(
+        "--heldout-dir", type=Path, help="a folder with the 2017/2018 test sets (default: the data folder)"
+    )
     parser.add_argument("--average", type=int, default=0, help="export the mean of the run's last N epoch files")
-    parser.add_argument("--beam-size", type=int, required=True, help="chosen on the validation split")
-    parser.add_argument("--length-penalty", type=float, required=True, help="chosen on the validation split")
+    parser.add_argument("--beam-size", type=int, help="chosen on the validation split")
+    parser.add_argument("--length-penalty", type=float, help="chosen on the validation split")
     parser.add_argument("--loadavg", type=Path, help="the load average sampled during training (one line a minute)")
     parser.add_argument("--name", default="multi30k", help="the folder under aiayn_helpers/pretrained")
     parser.add_argument("--out", type=Path, help="write here instead of aiayn_helpers/pretrained/NAME")
-    parser.add_argument("--command", required=True, help="the training command")
-    parser.add_argument("--hardware", required=True, help="where it trained")
-    parser.add_argument("--time", required=True, help="how long it trained")
+    parser.add_argument("--command", help="the training command")
+    parser.add_argument("--hardware", help="where it trained")
+    parser.add_argument("--time", help="how long it trained")
     parser.add_argument(
         "--notes", type=Path, help="a text file to keep verbatim in the manifest (e.g. runs/ship/FINAL)"
     )
     parser.add_argument("--no-bleu", action="store_true", help="skip the test2016 score (tests only)")
     args = parser.parse_args(argv)
+    if args.rescore:
+        return rescore(args.rescore, args.heldout_dir)
+    missing = [
+        f
+        for f in ("checkpoint", "beam_size", "length_penalty", "command", "hardware", "time")
+        if getattr(args, f) is None
+    ]
+    if missing:
+        parser.error(f"exporting needs {', '.join(missing)}")
 
     out = args.out or ROOT / args.name
     facts = export_weights(args.checkpoint, out, args.average, args.beam_size, args.length_penalty)
@@ -159,6 +176,23 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps({k: manifest[k] for k in ("epoch", "step", "parameters", "bytes")}, indent=1))
     if "test2016_bleu" in manifest:
         print(manifest["test2016_bleu"]["full"])
+
+
+def rescore(out: Path, heldout_dir: Path | None) -> None:
+    """Score an exported model on test2016 and the held-out 2017/2018 sets; record each in its manifest."""
+    from aiayn_helpers.data import HELDOUT_SPLITS
+
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    manifest["test2016_bleu"] = score_test2016(out)
+    manifest["scored_on"] = f"{platform.processor() or platform.machine()}, PyTorch {torch.__version__}, " + (
+        f"{torch.get_num_threads()} thread(s)"
+    )
+    print(manifest["test2016_bleu"]["full"], flush=True)
+    manifest["heldout_bleu"] = {}
+    for split in HELDOUT_SPLITS:
+        manifest["heldout_bleu"][split] = score_test2016(out, split, heldout_dir)
+        print(split, manifest["heldout_bleu"][split]["full"], flush=True)
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
