@@ -234,3 +234,14 @@ def test_the_shipped_bleu_lines_are_the_manifests():
     text = PAGE.read_text(encoding="utf-8")
     bleu = _load(MANIFEST)["test2016_bleu"]
     assert f"{bleu['full']}\nsignature: {bleu['signature']}\n" in text
+
+
+def test_the_shipped_models_score_is_the_same_on_every_kernel_set_recorded():
+    """The results page's claim: six runs (three kernel sets, one and two threads) printed the manifest's line."""
+    record = _load(ROOT / "book" / "metrics" / "shipped_portability.json")
+    manifest = _load(MANIFEST)
+    assert record["weights_sha256"] == manifest["sha256"]["weights.safetensors"]
+    runs = {(r["ATEN_CPU_CAPABILITY"], r["threads"]) for r in record["runs"]}
+    assert runs == {(cap, n) for cap in ("default", "avx2", "avx512") for n in (1, 2)}
+    assert {r["bleu"] for r in record["runs"]} == {manifest["test2016_bleu"]["full"]}
+    assert "shipped_portability.json" in PAGE.read_text(encoding="utf-8")
