@@ -132,3 +132,12 @@ def test_a_cli_never_imports_the_other():
     tree = ast.parse((PACKAGE / "evaluate.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "train" not in imported and "aiayn_helpers.train" not in imported
+
+
+def test_the_script_has_no_training_loop_of_its_own():
+    """One training loop in the package: train.py runs training.train_epoch and never calls backward() or
+    an optimizer step itself, so a fix to the loop reaches the script and chapter 7 alike."""
+    source = (PACKAGE / "train.py").read_text()
+    assert "train_epoch(" in source
+    for call in (".backward(", ".step()", "train_step(", "clip_grad_norm_("):
+        assert call not in source, call
