@@ -15,6 +15,17 @@ def _seed_and_threads():
     yield
 
 
+@pytest.fixture
+def one_thread():
+    """One PyTorch thread for the test, whatever AIAYN_THREADS says, then the old count back:
+    the tiny models of the decoding tests run fastest on one thread and suffer least on a
+    busy machine (`pytestmark = pytest.mark.usefixtures("one_thread")` in those files)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def f64(*shape: int) -> torch.Tensor:
     return torch.randn(*shape, dtype=torch.float64)
 

@@ -11,12 +11,8 @@ from aiayn_helpers.decoding import beam_search, greedy_decode
 PAD, BOS, EOS = 0, 1, 2
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# models this small run fastest on one thread, and suffer least on a busy machine
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def random_model(seed: int, vocab: int = 11, norm_first: bool = False, fused: bool = False) -> ah.Transformer:

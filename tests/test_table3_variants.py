@@ -14,12 +14,8 @@ from aiayn_helpers.decoding import beam_search, greedy_decode
 PAD, BOS = 0, 1
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# models this small run fastest on one thread, and suffer least on a busy machine
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def small(seed: int = 0, **kw) -> ah.Transformer:

@@ -8,6 +8,7 @@ that a slow spell of the machine hits both alike, and reports medians.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -236,7 +237,7 @@ def bench_export(threads: int = 2, batch: int = 32, rounds: int = 1) -> dict:
         return out
 
     ways = {
-        "aiayn_helpers (ah.translate)": lambda s: ah.translate(model, tok, s, beam_size=4),
+        "aiayn_helpers (ah.translate)": lambda s: ah.translate(model, tok, s, beam_size=4, length_penalty=0.6),
         "Transformers generate (Marian)": run_hf,
         "CTranslate2 float32": lambda s: ctranslate2_translate(ct2[None], tok, s, beam_size=4, threads=threads),
         "CTranslate2 int8": lambda s: ctranslate2_translate(ct2["int8"], tok, s, beam_size=4, threads=threads),
@@ -251,12 +252,43 @@ def bench_export(threads: int = 2, batch: int = 32, rounds: int = 1) -> dict:
             bleu[name] = sacrebleu.corpus_bleu(hyps, [refs]).score
     print(f"test2016, {len(src)} sentences, beam 4, {threads} threads")
     print("| way | sentences/s | BLEU |\n|---|---:|---:|")
-    result = {}
+    ways_result = {}
     for name in ways:
         sps = len(src) / statistics.median(times[name])
-        result[name] = {"sentences_per_s": sps, "bleu": bleu[name]}
+        ways_result[name] = {"sentences_per_s": round(sps, 1), "bleu": round(bleu[name], 2), "rounds": rounds}
         print(f"| {name} | {sps:.1f} | {bleu[name]:.2f} |")
-    return result
+    import platform
+
+    import ctranslate2
+    import transformers
+
+    return {
+        "ways": ways_result,
+        "sentences": len(src),
+        "beam_size": 4,
+        "threads": threads,
+        "batch_transformers": batch,
+        "cpu": _cpu_name(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "ctranslate2": ctranslate2.__version__,
+        "python": platform.python_version(),
+        "load_average_after": os.getloadavg()[0],
+        "weights_sha256": ah.pretrained.read_manifest(ah.pretrained.ROOT / "multi30k")["sha256"]["weights.safetensors"],
+    }
+
+
+def _cpu_name() -> str:
+    """The CPU's model name as /proc/cpuinfo gives it (Linux), else the architecture."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def main() -> None:
@@ -266,6 +298,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Speed measurements (make bench)")
     parser.add_argument("--only", choices=["mha", "training", "decoding", "export"], help="run one benchmark")
     parser.add_argument("--json", help="also write the decoding benchmark's numbers here")
+    parser.add_argument("--export-json", help="also write the export benchmark's numbers here")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     if args.only in (None, "mha"):
@@ -279,14 +312,20 @@ def main() -> None:
                 json.dump(result, f, indent=1)
                 f.write("\n")
     if args.only in (None, "decoding"):
-        try:
-            import bench_decoding
+        try:  # tools/bench_decoding.py: the decoders' own speed table
+            import bench_decoding as decoders_bench
         except ImportError:
-            bench_decoding = None
-        if bench_decoding is not None:
-            bench_decoding.main()
+            decoders_bench = None
+        if decoders_bench is not None:
+            decoders_bench.main()
     if args.only in (None, "export"):
-        bench_export()
+        load_before = os.getloadavg()[0]
+        result = bench_export()
+        result["load_average_before"] = load_before
+        if args.export_json:
+            with open(args.export_json, "w") as f:
+                json.dump(result, f, indent=1)
+                f.write("\n")
 
 
 if __name__ == "__main__":
