@@ -299,6 +299,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["mha", "training", "decoding", "export"], help="run one benchmark")
     parser.add_argument("--json", help="also write the decoding benchmark's numbers here")
     parser.add_argument("--export-json", help="also write the export benchmark's numbers here")
+    parser.add_argument("--export-rounds", type=int, default=1, help="interleaved rounds of the export benchmark")
     args = parser.parse_args()
     torch.set_num_threads(max(1, torch.get_num_threads()))
     if args.only in (None, "mha"):
@@ -320,7 +321,7 @@ def main() -> None:
             decoders_bench.main()
     if args.only in (None, "export"):
         load_before = os.getloadavg()[0]
-        result = bench_export()
+        result = bench_export(rounds=args.export_rounds)
         result["load_average_before"] = load_before
         if args.export_json:
             with open(args.export_json, "w") as f:
