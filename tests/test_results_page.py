@@ -33,6 +33,7 @@ CPU_NAME = re.compile(r"\b(" + "|".join(MAKERS_AND_MODELS) + r")\b")
 SECTION_RECORDS = {
     "The shipped model": "manifest.json",
     "Decoding speed": "bench_decoding.json",
+    "The shipped model in other tools": "bench_export.json",
     "Table 3 at Multi30k scale": "book/ablations",
 }
 
@@ -47,6 +48,7 @@ def _records() -> dict[str, list[str]]:
     return {
         "manifest.json": [_load(MANIFEST)["training"]["hardware"]],
         "bench_decoding.json": [bench["cpu"]],
+        "bench_export.json": [_load(ROOT / "book" / "metrics" / "bench_export.json")["cpu"]],
         "thread_choice.json": [_load(THREADS)["hardware"]],
         "book/ablations": sorted({_load(p)["hardware"] for p in ABLATIONS}),
     }
@@ -245,3 +247,14 @@ def test_the_shipped_models_score_is_the_same_on_every_kernel_set_recorded():
     assert runs == {(cap, n) for cap in ("default", "avx2", "avx512") for n in (1, 2)}
     assert {r["bleu"] for r in record["runs"]} == {manifest["test2016_bleu"]["full"]}
     assert "shipped_portability.json" in PAGE.read_text(encoding="utf-8")
+
+
+def test_the_export_table_is_the_benchmarks_record():
+    """The four-way speed table and its machine are book/metrics/bench_export.json's, for the shipped weights."""
+    text = PAGE.read_text(encoding="utf-8")
+    record = _load(ROOT / "book" / "metrics" / "bench_export.json")
+    assert record["weights_sha256"] == _load(MANIFEST)["sha256"]["weights.safetensors"]
+    for name, way in record["ways"].items():
+        assert _table_row(text, name + " |")[1:] == [f"{way['sentences_per_s']:.1f}", f"{way['bleu']:.2f}"]
+    row = _table_row(text, "Exporting the shipped model")
+    assert row[1].startswith(record["cpu"]) and row[2] == "`book/metrics/bench_export.json`"
