@@ -258,3 +258,9 @@ def test_the_export_table_is_the_benchmarks_record():
         assert _table_row(text, name + " |")[1:] == [f"{way['sentences_per_s']:.1f}", f"{way['bleu']:.2f}"]
     row = _table_row(text, "Exporting the shipped model")
     assert row[1].startswith(record["cpu"]) and row[2] == "`book/metrics/bench_export.json`"
+
+
+def test_the_readme_quotes_the_shipped_models_manifest():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    bleu = _load(MANIFEST)["test2016_bleu"]
+    assert f"scores {bleu['score']:.2f} BLEU on test2016\n(brevity penalty {bleu['brevity_penalty']:.3f})" in readme
