@@ -70,7 +70,8 @@ _NOT_ANSWERED += "run that cell, then this one."
 
 
 def _unanswered(value: Any) -> bool:
-    """``...``, or a tuple, list or dict holding a ``...``: the student has not answered yet."""
+    """``...``, or a tuple, list or dict holding a ``...``: the student has not
+    answered yet."""
     if value is Ellipsis:
         return True
     if isinstance(value, tuple | list):
@@ -81,7 +82,8 @@ def _unanswered(value: Any) -> bool:
 
 
 def exercise_name(label: str) -> str:
-    """``"ch03-ex1"`` -> ``"Exercise 3.1"``, ``"chA-ex2"`` -> ``"Exercise A.2"``, the site's numbering.
+    """``"ch03-ex1"`` -> ``"Exercise 3.1"``, ``"chA-ex2"`` -> ``"Exercise A.2"``, the
+    site's numbering.
 
     Any other label is returned as it is.
     """
@@ -94,7 +96,11 @@ def exercise_name(label: str) -> str:
 
 def _as_array(x: Any) -> np.ndarray | None:
     if isinstance(x, torch.Tensor):
-        return x.detach().cpu().to(torch.float64).numpy() if x.is_floating_point() else x.detach().cpu().numpy()
+        return (
+            x.detach().cpu().to(torch.float64).numpy()
+            if x.is_floating_point()
+            else x.detach().cpu().numpy()
+        )
     if isinstance(x, np.ndarray):
         return x
     return None
@@ -182,7 +188,9 @@ def _hash(label: str, kind: str, digits: int, shape: tuple, text: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def reference(label: str, value: Any, *, digits: int = 6, within: float | None = None) -> str:
+def reference(
+    label: str, value: Any, *, digits: int = 6, within: float | None = None
+) -> str:
     """The digest of a right answer, to paste into a check cell as ``Reference("...")``.
 
     Args:
@@ -232,18 +240,28 @@ def reference(label: str, value: Any, *, digits: int = 6, within: float | None =
 
 def _grid(value: Any, within: float) -> int | None:
     value = _number(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+    ):
         return None
     return math.floor(value / within)
 
 
 def _reference_near(label: str, value: Any, within: Any) -> str:
-    finite = isinstance(within, int | float) and not isinstance(within, bool) and math.isfinite(within)
+    finite = (
+        isinstance(within, int | float)
+        and not isinstance(within, bool)
+        and math.isfinite(within)
+    )
     if not finite or within <= 0:
         raise ValueError(f"within must be a positive number, got {within!r}")
     cell = _grid(value, float(within))
     if cell is None:
-        raise ValueError(f"a reference with within= is a finite number, got {_describe(value)}")
+        raise ValueError(
+            f"a reference with within= is a finite number, got {_describe(value)}"
+        )
     digest = _hash(label, "near", 0, (), str(cell))
     return f"sha256:near:0:{float(within)!r}:{digest}"
 
@@ -275,9 +293,15 @@ class Reference:
         self.kind, self.digits, self.hexdigest = parts[1], int(parts[2]), parts[4]
         try:
             self.within = float(parts[3]) if self.kind == "near" else None
-            self.shape = () if self.kind == "near" else tuple(int(n) for n in parts[3].split(",") if n)
+            self.shape = (
+                ()
+                if self.kind == "near"
+                else tuple(int(n) for n in parts[3].split(",") if n)
+            )
         except ValueError:
-            raise ValueError(f"a Reference's fourth field is a shape or a number: {digest!r}") from None
+            raise ValueError(
+                f"a Reference's fourth field is a shape or a number: {digest!r}"
+            ) from None
         self.label: str | None = None  # set by check()
 
     def __repr__(self) -> str:
@@ -291,11 +315,14 @@ class Reference:
             cell = _grid(answer, self.within)
             if cell is None:
                 return f"expected a number, got {_describe(answer)}"
-            digests = {_hash(self.label, "near", 0, (), str(cell + j)) for j in (-1, 0, 1)}
+            digests = {
+                _hash(self.label, "near", 0, (), str(cell + j)) for j in (-1, 0, 1)
+            }
             if self.hexdigest in digests:
                 return None
             shown = _describe(_number(answer))
-            return f"your value {shown} is not within about {self.within:g} of the right one"
+            near = f"{self.within:g}"
+            return f"your value {shown} is not within about {near} of the right one"
         if self.kind == "tensor":
             got = _as_array(answer)
             if got is None:
@@ -336,69 +363,106 @@ def _difference(answer: Any, expected: Any, rtol: float, atol: float) -> str | N
         return expected.difference(answer)
     want = _as_array(expected)
     if want is not None:
-        got = _as_array(answer)
-        if got is None:
-            return f"expected a tensor of shape {tuple(want.shape)}, got {_describe(answer)}"
-        if got.shape != want.shape:
-            return f"expected shape {tuple(want.shape)}, got shape {tuple(got.shape)}"
-        if want.dtype == np.bool_ or got.dtype == np.bool_:
-            if got.dtype != want.dtype:
-                return f"expected a {want.dtype} tensor, got dtype {got.dtype}"
-            wrong = np.argwhere(got != want)
-            return (
-                f"{len(wrong)} entries differ, the first at index {tuple(int(i) for i in wrong[0])}"
-                if len(wrong)
-                else None
-            )
-        if not np.issubdtype(got.dtype, np.number):
-            return f"expected numbers, got dtype {got.dtype}"
-        close = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-        if close.all():
-            return None
-        gap = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        gap = np.where(np.isnan(gap), np.inf, gap)
-        where = tuple(int(i) for i in np.unravel_index(np.argmax(gap), gap.shape))
-        return (
-            f"{int((~close).sum())} of {close.size} values differ; the largest difference is "
-            f"{float(gap.max()):.3g}, at index {where} (expected {want[where]:.6g}, got {got[where]:.6g})"
-        )
+        return _array_difference(answer, want, rtol, atol)
     if isinstance(expected, bool):
-        if not isinstance(answer, bool | np.bool_) and not (isinstance(answer, torch.Tensor) and answer.numel() == 1):
+        if not isinstance(answer, bool | np.bool_) and not (
+            isinstance(answer, torch.Tensor) and answer.numel() == 1
+        ):
             return f"expected True or False, got {_describe(answer)}"
-        return None if bool(answer) == expected else f"expected {expected}, got {bool(answer)}"
-    if isinstance(expected, int | float) and not isinstance(expected, bool):
-        if isinstance(answer, torch.Tensor) and answer.numel() == 1:
-            answer = answer.item()
-        if isinstance(answer, np.generic):
-            answer = answer.item()
-        if not isinstance(answer, int | float) or isinstance(answer, bool):
-            return f"expected a number, got {_describe(answer)}"
-        if isinstance(expected, int) and isinstance(answer, int):
-            return None if answer == expected else f"expected {expected:,}, got {answer:,}"
-        if math.isclose(answer, expected, rel_tol=rtol, abs_tol=atol):
+        if bool(answer) == expected:
             return None
-        return f"expected {expected:.6g}, got {answer:.6g}"
+        return f"expected {expected}, got {bool(answer)}"
+    if isinstance(expected, int | float):
+        return _number_difference(answer, expected, rtol, atol)
     if isinstance(expected, str):
         if not isinstance(answer, str):
             return f"expected text, got {_describe(answer)}"
-        return None if answer.strip().lower() == expected.strip().lower() else f"expected {expected!r}, got {answer!r}"
+        if answer.strip().lower() == expected.strip().lower():
+            return None
+        return f"expected {expected!r}, got {answer!r}"
+    if isinstance(expected, Mapping | Sequence):
+        return _container_difference(answer, expected, rtol, atol)
+    if answer == expected:
+        return None
+    return f"expected {_describe(expected)}, got {_describe(answer)}"
+
+
+def _array_difference(
+    answer: Any, want: np.ndarray, rtol: float, atol: float
+) -> str | None:
+    """:func:`_difference` for an expected tensor or array ``want``."""
+    got = _as_array(answer)
+    if got is None:
+        return (
+            f"expected a tensor of shape {tuple(want.shape)}, got {_describe(answer)}"
+        )
+    if got.shape != want.shape:
+        return f"expected shape {tuple(want.shape)}, got shape {tuple(got.shape)}"
+    if want.dtype == np.bool_ or got.dtype == np.bool_:
+        if got.dtype != want.dtype:
+            return f"expected a {want.dtype} tensor, got dtype {got.dtype}"
+        wrong = np.argwhere(got != want)
+        if not len(wrong):
+            return None
+        first = tuple(int(i) for i in wrong[0])
+        return f"{len(wrong)} entries differ, the first at index {first}"
+    if not np.issubdtype(got.dtype, np.number):
+        return f"expected numbers, got dtype {got.dtype}"
+    close = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    if close.all():
+        return None
+    gap = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    gap = np.where(np.isnan(gap), np.inf, gap)
+    where = tuple(int(i) for i in np.unravel_index(np.argmax(gap), gap.shape))
+    return (
+        f"{int((~close).sum())} of {close.size} values differ; the largest "
+        f"difference is {float(gap.max()):.3g}, at index {where} "
+        f"(expected {want[where]:.6g}, got {got[where]:.6g})"
+    )
+
+
+def _number_difference(
+    answer: Any, expected: int | float, rtol: float, atol: float
+) -> str | None:
+    """:func:`_difference` for an expected int or float (never a bool)."""
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    if isinstance(answer, np.generic):
+        answer = answer.item()
+    if not isinstance(answer, int | float) or isinstance(answer, bool):
+        return f"expected a number, got {_describe(answer)}"
+    if isinstance(expected, int) and isinstance(answer, int):
+        return None if answer == expected else f"expected {expected:,}, got {answer:,}"
+    if math.isclose(answer, expected, rel_tol=rtol, abs_tol=atol):
+        return None
+    return f"expected {expected:.6g}, got {answer:.6g}"
+
+
+def _container_difference(
+    answer: Any, expected: Mapping | Sequence, rtol: float, atol: float
+) -> str | None:
+    """:func:`_difference` item by item, for an expected dict, list or tuple."""
     if isinstance(expected, Mapping):
         if not isinstance(answer, Mapping) or set(answer) != set(expected):
-            return f"expected a dict with keys {sorted(expected)}, got {_describe(answer)}"
+            keys = sorted(expected)
+            return f"expected a dict with keys {keys}, got {_describe(answer)}"
         for key in expected:
             reason = _difference(answer[key], expected[key], rtol, atol)
             if reason:
                 return f"[{key!r}]: {reason}"
         return None
-    if isinstance(expected, Sequence):
-        if not isinstance(answer, Sequence) or isinstance(answer, str) or len(answer) != len(expected):
-            return f"expected a sequence of {len(expected)} items, got {_describe(answer)}"
-        for i, (a, e) in enumerate(zip(answer, expected)):
-            reason = _difference(a, e, rtol, atol)
-            if reason:
-                return f"item {i}: {reason}"
-        return None
-    return None if answer == expected else f"expected {_describe(expected)}, got {_describe(answer)}"
+    if (
+        not isinstance(answer, Sequence)
+        or isinstance(answer, str)
+        or len(answer) != len(expected)
+    ):
+        n = len(expected)
+        return f"expected a sequence of {n} items, got {_describe(answer)}"
+    for i, (a, e) in enumerate(zip(answer, expected)):
+        reason = _difference(a, e, rtol, atol)
+        if reason:
+            return f"item {i}: {reason}"
+    return None
 
 
 def check(
@@ -415,25 +479,30 @@ def check(
     rtol: float = 1e-6,
     atol: float = 1e-9,
 ) -> None:
-    """Compare a student's ``answer`` with ``expected``; print the verdict, raise :class:`WrongAnswer` if wrong.
+    """Compare a student's ``answer`` with ``expected``; print the verdict, raise
+    :class:`WrongAnswer` if wrong.
 
     Args:
-        label: the exercise's label, for example ``"ch03-ex1"`` (shown as "Exercise 3.1").
-        answer: what the student computed. ``...`` (Ellipsis), or a tuple holding one, means
-            not answered yet. A function (``lambda: swapped(x, x, x)``) is called first, so a
-            check can use the student's objects; an error in it is reported as a wrong answer.
-        expected: the right answer: a tensor or array (compared by shape, then values with
-            ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
+        label: the exercise's label, for example ``"ch03-ex1"`` (shown as
+            "Exercise 3.1").
+        answer: what the student computed. ``...`` (Ellipsis), or a tuple holding one,
+            means not answered yet. A function (``lambda: swapped(x, x, x)``) is called
+            first, so a check can use the student's objects; an error in it is reported
+            as a wrong answer.
+        expected: the right answer: a tensor or array (compared by shape, then values
+            with ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
             :class:`Reference` (a digest: the value is not shown), or a list, tuple
             or dict of those. A function is called first (after the answer's).
         why: one sentence said when the answer is right (what it shows).
-        hint: one sentence added when the answer is wrong and matches no known mistake.
-        mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer equal to
-            one of these values is named ("this is what you get when ...").
+        hint: one sentence added when the answer is wrong and matches no known
+            mistake.
+        mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer
+            equal to one of these values is named ("this is what you get when ...").
         properties: instead of ``answer`` and ``expected``, what a right answer does:
             ``check(label, properties=[...], given=...)`` is :func:`check_that`.
-        given: the student's names the answer is computed from (a value or a tuple), when
-            ``answer`` is a function: any of them still ``...`` means not answered yet.
+        given: the student's names the answer is computed from (a value or a tuple),
+            when ``answer`` is a function: any of them still ``...`` means not answered
+            yet.
         against: what ``expected`` is, named when the answer differs from it (for
             example ``"PyTorch's nn.MultiheadAttention"``): the property that failed.
         rtol, atol: tolerances for floating-point comparisons.
@@ -444,12 +513,17 @@ def check(
         WrongAnswer: the answer is wrong; the message says what differs and why.
     """
     if properties is not None:
-        if answer is not _NOT_GIVEN or expected is not _NOT_GIVEN or given is _NOT_GIVEN:
-            raise ValueError("check(label, properties=[...], given=...) takes no answer or expected")
+        extra = answer is not _NOT_GIVEN or expected is not _NOT_GIVEN
+        if extra or given is _NOT_GIVEN:
+            raise ValueError(
+                "check(label, properties=[...], given=...) takes no answer or expected"
+            )
         check_that(label, properties, given=given, why=why, hint=hint)
         return
     if answer is _NOT_GIVEN or expected is _NOT_GIVEN:
-        raise ValueError("check() needs an answer and an expected value, or properties=[...]")
+        raise ValueError(
+            "check() needs an answer and an expected value, or properties=[...]"
+        )
     _require_label(label)
     if not isinstance(against, str):
         raise ValueError(f"against must be a phrase naming the reference: {against!r}")
@@ -461,20 +535,40 @@ def check(
         answer = answer() if isinstance(answer, types.FunctionType) else answer
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
-        raise WrongAnswer(f"✗ {name}: not right: using your answer fails with {failure}") from error
+        raise WrongAnswer(
+            f"✗ {name}: not right: using your answer fails with {failure}"
+        ) from error
     expected = expected() if isinstance(expected, types.FunctionType) else expected
     _with_label(expected, label)
     for value in (mistakes or {}).values():
         _with_label(value, label)
+    _verdict(name, answer, expected, why, hint, mistakes or {}, against, rtol, atol)
+
+
+def _verdict(
+    name: str,
+    answer: Any,
+    expected: Any,
+    why: str,
+    hint: str,
+    mistakes: Mapping[str, Any],
+    against: str,
+    rtol: float,
+    atol: float,
+) -> None:
+    """:func:`check`'s last step: print "right", or raise :class:`WrongAnswer` naming
+    what differs, and the known mistake that gives this answer, if one does."""
     reason = _difference(answer, expected, rtol, atol)
     if reason is None:
         print(f"✓ {name}: right." + (f" {why}" if why else ""))
         return
     if against:
         reason = f"not the same as {against}: {reason}"
-    for mistake, value in (mistakes or {}).items():
+    for mistake, value in mistakes.items():
         if _difference(answer, value, rtol, atol) is None:
-            raise WrongAnswer(f"✗ {name}: not right. This is what you get when {mistake}. ({reason}.)")
+            raise WrongAnswer(
+                f"✗ {name}: not right. This is what you get when {mistake}. ({reason}.)"
+            )
     raise WrongAnswer(f"✗ {name}: not right: {reason}." + (f" {hint}" if hint else ""))
 
 
@@ -539,28 +633,36 @@ def check_that(
 
 
 def quiz(questions: list[dict], key: str) -> None:
-    """Show multiple-choice self-check questions (``jupyterquiz``), in Jupyter and on the static site.
+    """Show multiple-choice self-check questions (``jupyterquiz``), in Jupyter and on
+    the static site.
 
-    ``questions`` follows jupyterquiz's format: ``{"question": ..., "type": "multiple_choice",
-    "answers": [{"answer": ..., "correct": bool, "feedback": ...}, ...]}``. ``key`` (the
-    chapter, for example ``"ch02"``) fixes the element ids, so the saved output is the same
-    on every run.
+    ``questions`` follows jupyterquiz's format: ``{"question": ..., "type":
+    "multiple_choice", "answers": [{"answer": ..., "correct": bool, "feedback": ...},
+    ...]}``. ``key`` (the chapter, for example ``"ch02"``) fixes the element ids, so the
+    saved output is the same on every run.
     """
-    from jupyterquiz import (
-        display_quiz,  # optional at import time: only the notebooks need it
-    )
+    # optional at import time: only the notebooks need it
+    from jupyterquiz import display_quiz
 
-    if not questions or any(not q.get("answers") or not any(a.get("correct") for a in q["answers"]) for q in questions):
+    if not questions or any(
+        not q.get("answers") or not any(a.get("correct") for a in q["answers"])
+        for q in questions
+    ):
         raise ValueError("every question needs answers, at least one of them correct")
     import jupyterquiz.dynamic.display as jq_display
 
-    # jupyterquiz reads MathJax.version[0] when a page defines MathJax's configuration but
-    # the script has not loaded yet; on a slow page that throws. String(undefined)[0] is
-    # "u": the quiz skips typesetting (MathJax typesets the page when it loads).
+    # jupyterquiz reads MathJax.version[0] when a page defines MathJax's configuration
+    # but the script has not loaded yet; on a slow page that throws.
+    # String(undefined)[0] is "u": the quiz skips typesetting (MathJax typesets the
+    # page when it loads).
     build_script = jq_display.build_script
-    jq_display.build_script = lambda *args, **kwargs: _guard_mathjax(build_script(*args, **kwargs))
+    jq_display.build_script = lambda *args, **kwargs: _guard_mathjax(
+        build_script(*args, **kwargs)
+    )
     state = random.getstate()
-    random.seed(f"aiayn-quiz-{key}")  # jupyterquiz names its elements with random letters
+    random.seed(
+        f"aiayn-quiz-{key}"
+    )  # jupyterquiz names its elements with random letters
     try:
         display_quiz(questions, shuffle_answers=False, max_width=800)
     finally:
@@ -569,5 +671,6 @@ def quiz(questions: list[dict], key: str) -> None:
 
 
 def _guard_mathjax(script: str) -> str:
-    """jupyterquiz's script with every ``version[0]`` read made safe for an unloaded MathJax."""
+    """jupyterquiz's script with every ``version[0]`` read made safe for an unloaded
+    MathJax."""
     return script.replace("version[0]", "String(version)[0]")

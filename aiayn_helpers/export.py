@@ -87,8 +87,8 @@ def _marian_state(model, perm: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def _check_export_inputs(model, tokenizer, path, max_length) -> dict[str, int]:
-    """Raise ``ValueError`` unless :func:`export_marian` can export ``model``; return the
-    special tokens' ids."""
+    """Raise ``ValueError`` unless :func:`export_marian` can export ``model``; return
+    the special tokens' ids."""
     from .model import Transformer
 
     if not isinstance(model, Transformer):
