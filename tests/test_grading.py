@@ -28,6 +28,7 @@ import grade  # noqa: E402
 import make_student  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
+import test_assignments  # noqa: E402  (its helpers that fill a released notebook)
 from nbgrader.api import Gradebook  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)  # the first test to use `graded` grades everyone
@@ -63,22 +64,10 @@ TAMPERED = "divides by d_k"  # this submission also empties its test cells
 
 def _solutions() -> dict[str, str]:
     """grade_id -> the source's answer, solution markers removed."""
-    nb = nbformat.read(SOURCE, as_version=4)
-    answers = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            answers[meta["grade_id"]] = re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION\n?", "", cell.source, flags=re.M)
-    return answers
+    return test_assignments._solutions(nbformat.read(SOURCE, as_version=4))
 
 
-def _submission(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
-    nb = nbformat.from_dict(released)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell.source = answers[grade_id]
-    return nb
+_submission = test_assignments._fill  # the released notebook with those answers filled in
 
 
 def test_solutions_hidden_tests_and_solutions_are_not_released(graded):
