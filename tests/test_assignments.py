@@ -144,6 +144,20 @@ def _solutions(nb: nbformat.NotebookNode) -> dict[str, str]:
     return answers
 
 
+def _with_bug(correct: dict[str, str], changes: dict, where: str) -> dict[str, str]:
+    """The correct answers with a bug planted: per grade_id, a whole replacement (a string) or a list of
+    (text in the solution, replaced by) pairs; each text must still be in the solution."""
+    answers = dict(correct)
+    for grade_id, change in changes.items():
+        if isinstance(change, str):
+            answers[grade_id] = change
+            continue
+        for old, new in change:
+            assert old in answers[grade_id], f"{where}: {old!r} is not in the solution"
+            answers[grade_id] = answers[grade_id].replace(old, new)
+    return answers
+
+
 def _fill(released: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
     nb = nbformat.from_dict(released)
     for cell in nb.cells:
@@ -168,15 +182,7 @@ def graded(tmp_path_factory):
         correct = _solutions(_read(name))
         submissions = {"correct": correct}
         for bug, (changes, _, _) in bugs.items():
-            answers = dict(correct)
-            for grade_id, change in changes.items():
-                if isinstance(change, str):
-                    answers[grade_id] = change
-                    continue
-                for old, new in change:
-                    assert old in answers[grade_id], f"{name}, {bug}: {old!r} is not in the solution"
-                    answers[grade_id] = answers[grade_id].replace(old, new)
-            submissions[_student(bug)] = answers
+            submissions[_student(bug)] = _with_bug(correct, changes, f"{name}, {bug}")
         for student, answers in submissions.items():
             folder = course / "submitted" / student / name
             folder.mkdir(parents=True)

@@ -175,15 +175,7 @@ def _planted(released: nbformat.NotebookNode) -> dict[str, nbformat.NotebookNode
     correct = _solutions()
     submissions = {"correct": _submission(released, correct)}
     for bug, changes in BUGS.items():
-        answers = dict(correct)
-        for grade_id, change in changes.items():
-            if isinstance(change, str):
-                answers[grade_id] = change
-                continue
-            for old, new in change:
-                missing = f"{bug}: {old!r} is not in the solution any more"
-                assert old in answers[grade_id], missing
-                answers[grade_id] = answers[grade_id].replace(old, new)
+        answers = test_assignments._with_bug(correct, changes, bug)
         submissions[bug] = _submission(released, answers)
     # one wrong answer also empties its test cells: nbgrader puts them back
     for cell in submissions[TAMPERED].cells:
