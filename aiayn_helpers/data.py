@@ -186,7 +186,7 @@ def load_multi30k(
     """``(german, english)`` sentence pairs of ``split``.
 
     ``split`` is ``"train"``, ``"val"`` or ``"test2016"``, or one of the held-out
-    sets :data:`HELDOUT_SPLITS` (``"test2017_flickr"``, ``"test2017_mscoco"``,
+    sets ``HELDOUT_SPLITS`` (``"test2017_flickr"``, ``"test2017_mscoco"``,
     ``"test2018_flickr"``), which the folder of ``data_dir``/``$AIAYN_DATA_DIR``
     must hold or which are downloaded into the cache on first use. Both files are
     verified against their SHA-256 sums before they are read. ``limit`` keeps the
