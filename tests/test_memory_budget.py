@@ -2,11 +2,13 @@
 
 - Every chapter runs within ``MEMORY_BUDGET_GB`` of peak resident memory and
   ``TIME_BUDGET_S`` of CPU time with one thread, as tools/execute_notebooks.py recorded
-  in book/notebook_times.json (the instructor guide's run-time table shows the same
-  figures). Under strict nbval (``make test``, two xdist workers), notebooks/conftest.py
-  measures each chapter's memory again after its last cell and fails the chapter above
-  the budget, or well above the figure the table records (``test_memory_hook_fires``).
-- mybinder.org gives a session 2 GB, so the budget keeps Binder working too.
+  in book/notebook_times.json; the instructor guide's run-time table shows the same
+  figures (``test_guide_table_shows_the_recorded_figures``). Under strict nbval
+  (``make test``, two xdist workers), notebooks/conftest.py measures each chapter's
+  memory again after its last cell and fails the chapter above the budget, or well
+  above the figure the table records (``test_memory_hook_fires``).
+- What the guide asks a hub's administrator for per student is that budget, and
+  mybinder.org's 2 GB per session holds it too.
 - tools/hub_links.py writes one nbgitpuller link per chapter, correctly encoded.
 """
 
@@ -77,6 +79,32 @@ def test_guide_asks_the_hub_for_the_budget():
     assert "the repository is `repository.url` in `_config.yml`" in GUIDE
     makefile = (ROOT / "Makefile").read_text()
     assert "hub-links: setup\n\t$(BIN)/python tools/hub_links.py $(HUB_FLAGS)" in makefile
+
+
+@pytest.mark.site
+def test_guide_table_shows_the_recorded_figures():
+    """The built guide's run-time table prints each chapter's recorded peak and CPU time."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from aiayn_book import _format_seconds  # the table's own formatting
+
+    page = ROOT / "_build" / "html" / "book" / "instructor_guide.html"
+    if not page.exists():
+        pytest.fail("_build/html is missing: run `make book` first")
+    html = page.read_text()
+    cells = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, re.DOTALL):
+        link = re.search(r'href="\.\./notebooks/([\w-]+)\.html', row)
+        texts = [re.sub(r"<[^>]+>|\s+", " ", c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.DOTALL)]
+        if link and len(texts) == 5:  # the run-time table (the syllabus has 6 columns)
+            cells[link[1]] = texts
+        elif texts and texts[0] == "all notebooks":
+            cells["all"] = texts
+    for path in NOTEBOOKS:
+        entry = TIMES[f"notebooks/{path.name}"]
+        assert cells[path.stem][4] == f"{entry['peak_memory_mb'] / 1000:.2f} GB", path.name
+        assert cells[path.stem][3] == _format_seconds(entry["cpu_seconds"]), path.name
+    largest = max(TIMES[f"notebooks/{p.name}"]["peak_memory_mb"] for p in NOTEBOOKS)
+    assert cells["all"][4] == f"largest: {largest / 1000:.2f} GB"
 
 
 def _notebook(path: Path, *sources: str, skip_last: bool = False) -> None:
