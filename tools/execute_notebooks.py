@@ -14,7 +14,8 @@ which the instructor guide's syllabus and run-time table read at build time (pas
 last cell (``PEAK_MEMORY_EXPRESSION``: the operating system's high-water mark of
 its resident memory, Linux's VmHWM, plus that of its largest finished child
 process); notebooks/conftest.py asks the same under strict nbval and fails a
-notebook above ``MEMORY_BUDGET_GB``, a classroom hub's share per student. The
+notebook above ``MEMORY_BUDGET_GB``, a classroom hub's share per student, or well
+above the peak recorded here (the guide's table would understate it). The
 kernel's CPU time (``CPU_TIME_EXPRESSION``, user and system) is recorded too: on a
 machine that other programs share, the wall-clock seconds grow with their load,
 while the CPU time stays close to what the notebook takes on a core of its own,
