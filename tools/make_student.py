@@ -95,10 +95,12 @@ STUDENT_TEXT = [
 
 _GIT_INSTALL = re.compile(r"""(%pip install[^\n]*?)["']?aiayn_helpers(\[\w+\])? @ git\+\S+?["']?$""", re.MULTILINE)
 WHEEL_INSTALL = r"\1../dist/aiayn_helpers-*.whl"
+_REPO_LINE = re.compile(r'^[ \t]*REPO = "[^"\n]*"[^\n]*\n', re.MULTILINE)
 
 
 def student_code(source: str) -> str:
     """A code cell for the student edition: the package comes from the handed-out wheel, not the repository."""
+    source = _REPO_LINE.sub("", source)  # the Colab cell's repository: students get a wheel
     return _GIT_INSTALL.sub(WHEEL_INSTALL, source)
 
 

@@ -41,14 +41,30 @@ def release_tag(pyproject: Path = PYPROJECT) -> str:
     return "v" + tomllib.loads(pyproject.read_text())["project"]["version"]
 
 
+# The Colab cell names the repository on a line of its own, ``REPO = "https://..."``, and
+# installs from ``git+{REPO}`` (IPython expands ``{REPO}`` in a magic), so that no line of
+# the cell is wider than the book's 88 columns.
+REPO_LINE = re.compile(r'(?m)^(?P<head>[ \t]*REPO = ")(?P<url>[^"]*)"')
+
+
+def _url(url: str, source: str) -> str:
+    """``url`` as pip sees it: ``{REPO}`` is the value of the cell's ``REPO`` line."""
+    if url != "{REPO}":
+        return url
+    line = REPO_LINE.search(source)
+    if line is None:
+        raise ValueError("the Colab cell installs from git+{REPO} but sets no REPO")
+    return line.group("url")
+
+
 def install_specs(source: str) -> list[tuple[str, str, str | None]]:
     """``(extras, url, ref)`` of every install of the package in a Colab cell."""
-    return [(m.group("extras") or "", m.group("url"), m.group("ref")) for m in INSTALL.finditer(source)]
+    return [(m.group("extras") or "", _url(m.group("url"), source), m.group("ref")) for m in INSTALL.finditer(source)]
 
 
 def installed_from(source: str) -> list[str]:
     """The URLs a Colab cell installs the package from."""
-    return [m.group("url") for m in INSTALL.finditer(source)]
+    return [url for _, url, _ in install_specs(source)]
 
 
 def set_config_url(url: str, config: Path = CONFIG) -> None:
@@ -65,7 +81,13 @@ def sync_notebooks(url: str, notebooks: list[Path]) -> list[Path]:
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         cell = next(c for c in nb.cells if c.cell_type == "code")
-        new = INSTALL.sub(lambda m: f'"aiayn_helpers[reader] @ git+{url}@{release_tag()}"', cell.source)
+
+        def spec(m: re.Match) -> str:
+            where = "{REPO}" if m.group("url") == "{REPO}" else url  # the REPO line holds the URL
+            return f'"aiayn_helpers[reader] @ git+{where}@{release_tag()}"'
+
+        new = INSTALL.sub(spec, cell.source)
+        new = REPO_LINE.sub(lambda m: f'{m.group("head")}{url}"', new)
         if new != cell.source:
             cell.source = new
             nbformat.write(nb, path)
