@@ -184,3 +184,16 @@ def test_api_page_documents_every_public_name():
     page = (ROOT / "book" / "api.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"\.\. auto(?:function|class|data):: aiayn_helpers\.(?:\w+\.)*(\w+)", page))
     assert set(ah.__all__) <= documented, sorted(set(ah.__all__) - documented)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_code_line_is_wider_than_88_columns(path):
+    """ruff's E501 lets a single long string through (a digest, a URL); the site would scroll it sideways."""
+    wide = [
+        line
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if len(line) > 88
+    ]
+    assert not wide, wide
