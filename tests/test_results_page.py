@@ -256,6 +256,8 @@ def test_the_export_table_is_the_benchmarks_record():
     assert record["weights_sha256"] == _load(MANIFEST)["sha256"]["weights.safetensors"]
     for name, way in record["ways"].items():
         assert _table_row(text, name + " |")[1:] == [f"{way['sentences_per_s']:.1f}", f"{way['bleu']:.2f}"]
+    book, ct2 = (record["ways"][k]["sentences_per_s"] for k in ("aiayn_helpers (ah.translate)", "CTranslate2 float32"))
+    assert f"translated at\n{book / ct2:.2f} of CTranslate2's float32 speed" in text
     row = _table_row(text, "Exporting the shipped model")
     assert row[1].startswith(record["cpu"]) and row[2] == "`book/metrics/bench_export.json`"
 
