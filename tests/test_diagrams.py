@@ -1,6 +1,6 @@
 """book/figures/: up to date, shown with alt text, self-contained and legible.
 
-tools/diagrams.py draws them; a committed SVG that differs from a fresh drawing
+tools/diagrams/ draws them; a committed SVG that differs from a fresh drawing
 (byte for byte) fails here, and so does one that no chapter shows.
 """
 
@@ -67,7 +67,7 @@ def test_committed_diagrams_are_the_drawn_ones(fresh):
     committed = sorted(p.name for p in FIGURES.glob("*.svg"))
     assert committed == drawn, "book/figures/ holds other SVGs than the drawn ones"
     stale = [n for n in drawn if (FIGURES / n).read_bytes() != (fresh / n).read_bytes()]
-    assert not stale, f"out of date (run python tools/diagrams.py): {stale}"
+    assert not stale, f"out of date (run python tools/diagrams): {stale}"
 
 
 def test_check_flag_names_stale_files(tmp_path, fresh, capsys):

@@ -1,0 +1,91 @@
+"""Chapter 2: scaled dot-product attention, shape by shape, and the masks."""
+
+from __future__ import annotations
+
+import torch
+
+from aiayn_helpers import causal_mask, padding_mask
+
+from .draw import (
+    ALLOWED,
+    ATTN,
+    BLOCKED,
+    D_K,
+    D_MODEL,
+    FFN,
+    HEADS,
+    NORM,
+    STATE,
+    arrow,
+    canvas,
+    grid,
+    legend,
+    matrix,
+    small,
+    text,
+)
+
+
+def ch02_qkv_shapes():
+    fig, ax = canvas(5.4, 5.6, "Scaled dot-product attention, shape by shape")
+    c = 0.3
+    tq, tk, dk, dv = 4, 5, 3, 3
+    # row 1: Q times K transposed gives the scores
+    y1 = 3.2
+    x, _ = matrix(ax, 0.3, y1, tq, dk, c, ATTN, "Q", r"$T_q \times d_k$")
+    text(ax, x + 0.2, y1 + tq * c / 2, "·", size=22)
+    x, _ = matrix(
+        ax,
+        x + 0.4,
+        y1 + (tq - dk) * c,
+        dk,
+        tk,
+        c,
+        ATTN,
+        r"$K^\top$",
+        r"$d_k \times T_k$",
+    )
+    text(ax, x + 0.25, y1 + tq * c / 2, "=", size=18)
+    scores = r"scores / $\sqrt{d_k}$"
+    matrix(ax, x + 0.5, y1, tq, tk, c, NORM, scores, r"$T_q \times T_k$")
+    # the softmax, row by row
+    small(ax, 2.7, 2.55, "softmax over each row (the keys)")
+    arrow(ax, (4.45, 3.0), (1.05, 2.2), color="#777777", rad=-0.15)
+    # row 2: weights times V gives the output
+    y2 = 0.55
+    x, _ = matrix(ax, 0.3, y2, tq, tk, c, NORM, "weights", r"$T_q \times T_k$")
+    text(ax, x + 0.2, y2 + tq * c / 2, "·", size=22)
+    y_v = y2 - (tk - tq) * c
+    x, _ = matrix(ax, x + 0.4, y_v, tk, dv, c, FFN, "V", r"$T_k \times d_v$")
+    text(ax, x + 0.25, y2 + tq * c / 2, "=", size=18)
+    matrix(ax, x + 0.5, y2, tq, dv, c, STATE, "output", r"$T_q \times d_v$")
+    per_head = f"base model: $d_k = d_v$ = {D_MODEL} / {HEADS} = {D_K} per head"
+    small(ax, 2.7, 4.95, per_head)
+    return fig
+
+
+def ch02_masks():
+    fig, ax = canvas(5.6, 3.9, "Masks: True (blue) = may attend")
+    tokens = ["ein", "Hund", "bellt", "pad", "pad"]
+    ids = [[5, 6, 7, 0, 0]]
+    pad = padding_mask(torch.tensor(ids), 0)[0, 0, 0]  # (T_k,) True = may attend
+    causal = causal_mask(len(tokens))  # (T, T)
+    both = causal & pad
+    pad_grid = pad.expand(len(tokens), -1).tolist()
+    cell = 0.27
+    for k, (m, title) in enumerate(
+        [
+            (pad_grid, "padding"),
+            (causal.tolist(), "causal"),
+            (both.tolist(), "both (&)"),
+        ]
+    ):
+        x0 = 0.75 + k * 1.7
+        rows = tokens if k == 0 else [""] * len(tokens)
+        grid(ax, x0, 2.85, cell, m, rows, tokens, title)
+    small(ax, 0.1, 0.35, "rows: queries; columns: keys", ha="left")
+    legend(ax, 3.0, 0.35, [(ALLOWED, "attend"), (BLOCKED, "blocked")])
+    return fig
+
+
+FIGURES = [ch02_qkv_shapes, ch02_masks]

@@ -1,0 +1,146 @@
+"""Chapter 7: the whole model's data flow, teacher forcing, label smoothing."""
+
+from __future__ import annotations
+
+from matplotlib.patches import Rectangle
+
+from .draw import (
+    ALLOWED,
+    ATTN,
+    BLOCKED,
+    D_MODEL,
+    EMBED,
+    EPS_LS,
+    FFN,
+    FONT,
+    GREY,
+    N_LAYERS,
+    NORM,
+    SMALL,
+    VOCAB,
+    arrow,
+    box,
+    canvas,
+    line,
+    note,
+    small,
+    text,
+)
+
+
+def ch07_model_data_flow():
+    fig, ax = canvas(5.6, 7.6, "The whole model, German to English")
+    el, dl = 1.35, 4.2
+    text(ax, el, 0.3, "ein Hund läuft", style="italic")
+    text(ax, dl, 0.3, "<bos> a dog", style="italic")
+    for x, side in ((el, "S"), (dl, "T")):
+        arrow(ax, (x, 0.5), (x, 0.8))
+        box(ax, x, 1.05, 1.8, 0.5, "BPE ids", fc=GREY, size=SMALL)
+        arrow(ax, (x, 1.3), (x, 1.6))
+        box(
+            ax,
+            x,
+            1.95,
+            2.3,
+            0.7,
+            f"embedding · √{D_MODEL}\n+ positions",
+            fc=EMBED,
+            size=SMALL,
+        )
+        small(ax, x, 2.5, f"(B, {side}, {D_MODEL})")
+        arrow(ax, (x, 2.65), (x, 3.05))
+    box(ax, el, 3.55, 1.9, 1.0, f"encoder\n× {N_LAYERS}", fc=FFN)
+    box(ax, dl, 4.0, 1.9, 1.9, f"decoder\n× {N_LAYERS}", fc=ATTN)
+    arrow(ax, (el, 4.05), (el, 4.4))
+    small(ax, el, 4.6, "memory")
+    small(ax, el, 4.9, f"(B, S, {D_MODEL})")
+    arrow(ax, (el + 0.7, 4.75), (dl - 0.95, 4.5))
+    arrow(ax, (dl, 4.95), (dl, 5.3))
+    box(ax, dl, 5.55, 2.2, 0.5, "linear (tied)", fc=EMBED, size=SMALL)
+    arrow(ax, (dl, 5.8), (dl, 6.1))
+    box(ax, dl, 6.35, 2.2, 0.5, "softmax", fc=NORM, size=SMALL)
+    small(ax, dl, 6.85, f"(B, T, {VOCAB}) probabilities")
+    note(ax, el, 6.0, "next English\ntoken at each\nposition")
+    return fig
+
+
+def ch07_teacher_forcing():
+    fig, ax = canvas(5.6, 6.0, "Training: teacher forcing")
+    words_in = ["<bos>", "a", "dog", "runs"]
+    words_out = ["a", "dog", "runs", "<eos>"]
+    xs = [0.95, 2.15, 3.35, 4.55]
+    box(
+        ax,
+        2.75,
+        4.6,
+        4.9,
+        0.55,
+        "decoder: every position in one pass",
+        fc=ATTN,
+        size=SMALL,
+    )
+    for x, a, b in zip(xs, words_in, words_out, strict=True):
+        small(ax, x, 3.9, a)
+        arrow(ax, (x, 4.05), (x, 4.32))
+        arrow(ax, (x, 4.88), (x, 5.15))
+        small(ax, x, 5.3, b, weight="bold")
+    note(ax, 2.8, 3.5, "inputs are the reference, shifted right")
+    text(ax, 2.8, 3.0, "Translating: one step at a time", size=FONT, weight="bold")
+    for step in range(3):
+        y = 2.3 - step * 0.8
+        prefix = words_in[: step + 1]
+        small(ax, 0.15, y, f"step {step + 1}", ha="left")
+        for j, word in enumerate(prefix):
+            small(ax, 1.3 + 0.62 * j, y, word)
+        arrow(ax, (3.1, y), (3.45, y))
+        box(ax, 3.95, y, 0.8, 0.45, "dec", fc=ATTN, size=SMALL)
+        arrow(ax, (4.35, y), (4.7, y))
+        small(ax, 5.0, y, words_out[step], weight="bold")
+        if step < 2:
+            arrow(
+                ax,
+                (5.0, y - 0.2),
+                (1.3 + 0.62 * (step + 1) + 0.2, y - 0.62),
+                color="#777777",
+                ls="--",
+                lw=1.2,
+            )
+    note(
+        ax,
+        2.8,
+        0.1 + 0.08,
+        "each prediction is fed back as the next input",
+        va="bottom",
+    )
+    return fig
+
+
+def ch07_label_smoothing():
+    vocab = 8
+    fig, ax = canvas(5.4, 3.9, f"Label smoothing, ε = {EPS_LS} (V = {vocab} here)")
+    q_hot = [1.0 if v == 2 else 0.0 for v in range(vocab)]
+    q_ls = [(1 - EPS_LS) * h + EPS_LS / vocab for h in q_hot]
+    panels = ((q_hot, "one-hot target", BLOCKED), (q_ls, "smoothed target", ALLOWED))
+    for k, (q, title, colour) in enumerate(panels):
+        x0 = 0.35 + k * 2.7
+        base, scale, bw = 0.75, 2.2, 0.27
+        line(ax, [x0, x0 + vocab * bw], [base, base], lw=1.0)
+        for v, value in enumerate(q):
+            ax.add_patch(
+                Rectangle(
+                    (x0 + v * bw + 0.03, base),
+                    bw - 0.06,
+                    scale * value,
+                    fc=colour,
+                    ec="none",
+                )
+            )
+        small(ax, x0 + vocab * bw / 2, 0.45, title)
+        small(ax, x0 + 2.5 * bw, base + scale * q[2] + 0.15, f"{q[2]:.4g}")
+        if k:
+            small(ax, x0 + 6.5 * bw, base + 0.35, f"{q[0]:.4g} each")
+    note(ax, 2.7, 0.15, "the correct word is the third")
+    return fig
+
+
+FIGURES = [ch07_model_data_flow, ch07_teacher_forcing, ch07_label_smoothing]
