@@ -29,7 +29,9 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
     """One call at the top of every chapter: seeds, CPU threads and figure defaults.
 
     Figures are emitted as PNG (SVG output embeds random ids that strict nbval would
-    flag). ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 1: on a
+    flag) where Jupyter's inline backend (``matplotlib_inline``, which ipykernel
+    installs) is there; the style (size, grid, spines) is set wherever matplotlib is.
+    ``threads`` defaults to the environment variable ``AIAYN_THREADS`` or 1: on a
     shared machine (a classroom server), two notebooks with 2 threads each on 2 cores
     ran several times slower than with 1 thread each (the instructor guide gives the
     measurements).
@@ -41,10 +43,14 @@ def setup_notebook(seed: int = 0, threads: int | None = None) -> None:
     try:
         import matplotlib
         import matplotlib.pyplot as plt
-        from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:  # plotting is optional for the package itself
         return
-    set_matplotlib_formats("png")
+    try:  # Jupyter's inline backend (ipykernel installs it); PNG is also its default
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # a plain Python session: no inline figures to format
+        pass
+    else:
+        set_matplotlib_formats("png")
     matplotlib.rcParams.update(
         {
             "figure.dpi": 100,
