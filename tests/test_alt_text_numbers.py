@@ -21,7 +21,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from test_alt_text import figure_cells
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +28,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 # A number: optional sign, digits with thousands commas, decimals, an exponent
 # ("1e-5", "5.1e-30", "10^{-30}" is read as 10 and -30, both of which must appear).
-NUMBER = re.compile(
-    r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+\u2212]?\d+)?"
-)
+NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+\u2212]?\d+)?")
 
 # Numbers an alt text may state although no cell prints them, each with its reason.
 # (notebook stem, number as written in the alt text): reason
@@ -104,8 +101,7 @@ def test_every_number_in_a_figures_alt_text_is_one_its_chapter_shows(path):
                 missing.append(f"cell {cell_id}: {token!r} in {alt!r}")
     assert not missing, (
         f"{path.name}: alt text states numbers the chapter neither prints nor sets "
-        "(quote the cell's output, or add an exception with its reason):\n"
-        + "\n".join(missing)
+        "(quote the cell's output, or add an exception with its reason):\n" + "\n".join(missing)
     )
 
 
@@ -125,12 +121,7 @@ def test_the_check_catches_a_number_no_cell_printed():
 
 
 def test_every_exception_names_a_figure_that_states_it_and_gives_a_reason():
-    stated = {
-        (path.stem, token)
-        for path in NOTEBOOKS
-        for _, alt in alt_texts(path)
-        for token in numbers(alt)
-    }
+    stated = {(path.stem, token) for path in NOTEBOOKS for _, alt in alt_texts(path) for token in numbers(alt)}
     for key, reason in EXCEPTIONS.items():
         assert key in stated, f"exception {key} is stale: no alt text states it"
         assert len(reason.split()) >= 5, f"exception {key} needs a reason"
