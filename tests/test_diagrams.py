@@ -150,3 +150,66 @@ def test_drawn_sinusoids_are_the_package_table():
     mine = [[diagrams.pe_value(p, c) for c in range(BASE.d_model)] for p in range(41)]
     mine = torch.tensor(mine, dtype=torch.float64)
     torch.testing.assert_close(mine, table, atol=1e-12, rtol=0)
+
+
+def plus_problems(svg: str) -> list[str]:
+    """What is wrong with the residual-add circles of an SVG (issue #37).
+
+    ``draw.plus`` names each circle ``residual-add-K`` and its strokes
+    ``residual-add-K-plus``. A circle is right when its "+" comes after it in the
+    document (SVG paints in document order, so an earlier "+" is hidden under the
+    white circle), is drawn in a visible colour, and is one horizontal and one
+    vertical stroke through the circle's centre, inside it.
+    """
+    order = list(ElementTree.fromstring(svg).iter())
+    groups = {el.get("id"): (n, el) for n, el in enumerate(order) if el.get("id")}
+    circles = [k for k in groups if re.fullmatch(r"residual-add-\d+", k)]
+    problems = []
+    for name in circles:
+        n_circle, circle = groups[name]
+        xy = [float(v) for v in NUMBER.findall(circle.find(".//{*}path").get("d"))]
+        xs, ys = xy[0::2], xy[1::2]
+        cx, cy = (min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2
+        r = (max(xs) - min(xs)) / 2
+        if f"{name}-plus" not in groups:
+            problems.append(f"{name}: no plus")
+            continue
+        n_plus, plus = groups[f"{name}-plus"]
+        path = plus.find(".//{*}path")
+        if n_plus < n_circle:
+            problems.append(f"{name}: the plus is painted under the circle")
+        stroke = re.search(r"stroke: (#[0-9a-f]{6})", path.get("style", ""))
+        if not stroke or stroke[1] in ("#ffffff", "none"):
+            problems.append(f"{name}: the plus is not drawn in a visible colour")
+        strokes = re.findall(r"M ([\d.]+) ([\d.]+)\s*L ([\d.]+) ([\d.]+)", path.get("d"))
+        segments = [tuple(float(v) for v in s) for s in strokes]
+        flat = [s for s in segments if abs(s[1] - s[3]) < 1e-6 and abs(s[1] - cy) < 0.5]
+        tall = [s for s in segments if abs(s[0] - s[2]) < 1e-6 and abs(s[0] - cx) < 0.5]
+        if len(segments) != 2 or len(flat) != 1 or len(tall) != 1:
+            problems.append(f"{name}: the plus is not two strokes through the centre")
+        elif max(abs(v - c) for s in segments for v, c in zip(s, (cx, cy) * 2)) >= r:
+            problems.append(f"{name}: the plus reaches outside its circle")
+    return problems
+
+
+RESIDUAL_ADDS = {"ch05_encoder_layer": 2, "ch05_post_vs_pre": 2, "ch06_decoder_layer": 3}
+
+
+@pytest.mark.parametrize("name", sorted(RESIDUAL_ADDS))
+def test_every_residual_add_circle_carries_its_plus(name):
+    svg = (FIGURES / f"{name}.svg").read_text()
+    assert svg.count('id="residual-add-') == 2 * RESIDUAL_ADDS[name], "circles drawn"
+    assert plus_problems(svg) == []
+
+
+def test_a_plus_under_its_circle_is_caught():
+    """The glitch of issue #37: the white circle drawn over the strokes of its plus."""
+
+    def hidden_plus():
+        fig, ax = diagrams.draw.canvas(2.0, 1.0)
+        diagrams.draw.plus(ax, 1.0, 0.5)
+        ax.lines[-1].set_zorder(1)  # the strokes under the circle (zorder 3)
+        return fig
+
+    svg = diagrams.render(hidden_plus).decode()
+    assert plus_problems(svg) == ["residual-add-0: the plus is painted under the circle"]

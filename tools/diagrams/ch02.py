@@ -46,7 +46,7 @@ def ch02_qkv_shapes():
         r"$d_k \times T_k$",
     )
     text(ax, x + 0.25, y1 + tq * c / 2, "=", size=18)
-    scores = r"scores / $\sqrt{d_k}$"
+    scores = "scores / √$d_k$"  # \sqrt in mathtext comes apart in a browser
     matrix(ax, x + 0.5, y1, tq, tk, c, NORM, scores, r"$T_q \times T_k$")
     # the softmax, row by row
     small(ax, 2.7, 2.55, "softmax over each row (the keys)")

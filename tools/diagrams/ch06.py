@@ -30,20 +30,21 @@ from .draw import (
 
 
 def ch06_decoder_layer():
-    fig, ax = canvas(5.2, 8.9, "A decoder layer")
+    fig, ax = canvas(5.8, 8.9, "A decoder layer")
     cx = 2.1
     text(ax, cx, 0.3, f"target prefix: (B, T, {D_MODEL})")
     y = sublayer_block(ax, cx, 0.5, "masked\nself-attention", ATTN)
     note(ax, cx + 1.2, 1.1, "causal\nmask", ha="left")
     y = sublayer_block(ax, cx, y, "cross-attention", ATTN)
     mem_y = y - 2.2 + 0.6
-    box(ax, 4.35, mem_y - 1.0, 1.4, 0.75, "encoder\nmemory", fc=STATE, size=SMALL)
-    small(ax, 4.35, mem_y - 1.6, f"(B, S, {D_MODEL})")
-    arrow(ax, (4.35, mem_y - 0.62), (cx + 1.1, mem_y), rad=0.3)
-    small(ax, 4.25, mem_y + 0.05, "keys,\nvalues", ha="left")
+    mx = 4.95  # the encoder's memory, outside the layer's frame
+    box(ax, mx, mem_y - 1.0, 1.4, 0.75, "encoder\nmemory", fc=STATE, size=SMALL)
+    small(ax, mx, mem_y - 1.6, f"(B, S, {D_MODEL})")
+    arrow(ax, (mx, mem_y - 0.62), (cx + 1.1, mem_y), rad=0.3)
+    small(ax, mx - 0.1, mem_y + 0.05, "keys,\nvalues", ha="left")
     y = sublayer_block(ax, cx, y, "feed-forward", FFN)
-    ax.add_patch(Rectangle((0.25, 0.55), 3.3, y - 0.45, **FRAME))
-    text(ax, 3.75, y - 1.0, f"× N = {N_LAYERS}", size=FONT, ha="left")
+    ax.add_patch(Rectangle((0.25, 0.55), 3.85, y - 0.45, **FRAME))
+    text(ax, 4.3, y - 1.0, f"× N = {N_LAYERS}", size=FONT, ha="left")
     arrow(ax, (cx, y), (cx, y + 0.3))
     box(ax, cx, y + 0.55, 2.2, 0.5, f"linear → {VOCAB}", fc=EMBED, size=SMALL)
     arrow(ax, (cx, y + 0.8), (cx, y + 1.05))
@@ -52,7 +53,7 @@ def ch06_decoder_layer():
 
 
 def ch06_cross_attention():
-    fig, ax = canvas(5.0, 4.4, "Cross-attention weights: T × S")
+    fig, ax = canvas(5.0, 4.4, "Cross-attention mask: T × S")
     src = ["die", "katze", "schläft", "<eos>", "<pad>"]
     tgt = ["<bos>", "the", "cat", "sleeps", "<eos>", "<pad>"]
     ids = torch.tensor([[7, 8, 9, 2, 0]])

@@ -60,7 +60,7 @@ def ch07_model_data_flow():
     arrow(ax, (dl, 5.8), (dl, 6.1))
     box(ax, dl, 6.35, 2.2, 0.5, "softmax", fc=NORM, size=SMALL)
     small(ax, dl, 6.85, f"(B, T, {VOCAB}) probabilities")
-    note(ax, el, 6.0, "next English\ntoken at each\nposition")
+    note(ax, dl - 1.25, 6.35, "the next English\ntoken, at each\nposition", ha="right")
     return fig
 
 

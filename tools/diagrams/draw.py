@@ -119,15 +119,22 @@ def arrow(ax, start, end, color=INK, lw=1.6, style="-|>", ls="-", rad=0.0):
     )
 
 
-def line(ax, xs, ys, color=INK, lw=1.6, ls="-"):
-    ax.plot(xs, ys, color=color, lw=lw, linestyle=ls, solid_capstyle="butt")
+def line(ax, xs, ys, color=INK, lw=1.6, ls="-", **kw):
+    ax.plot(xs, ys, color=color, lw=lw, linestyle=ls, solid_capstyle="butt", **kw)
 
 
 def plus(ax, x, y, r=0.13):
-    """The residual addition: a circle with a plus."""
-    ax.add_patch(Circle((x, y), r, fc="white", ec=INK, lw=1.4, zorder=3))
-    line(ax, [x - r * 0.6, x + r * 0.6], [y, y], lw=1.4)
-    line(ax, [x, x], [y - r * 0.6, y + r * 0.6], lw=1.4)
+    """The residual addition: a white circle with a plus drawn on top of it.
+
+    The SVG names the parts ``residual-add-K`` (the circle) and ``residual-add-K-plus``
+    (its two strokes), so tests/test_diagrams.py can find every "+" and its circle.
+    """
+    k = sum(1 for p in ax.patches if (p.get_gid() or "").startswith("residual-add"))
+    gid = f"residual-add-{k}"
+    ax.add_patch(Circle((x, y), r, fc="white", ec=INK, lw=1.4, zorder=3, gid=gid))
+    xs = [x - r * 0.6, x + r * 0.6, None, x, x]
+    ys = [y, y, None, y - r * 0.6, y + r * 0.6]
+    line(ax, xs, ys, lw=1.4, zorder=4, gid=f"{gid}-plus")
 
 
 def grid(ax, x0, y_top, cell, allowed, rows, cols, title=None):
