@@ -24,9 +24,25 @@ ROOT = Path(__file__).resolve().parents[1]
 TAG = "api-links"
 
 
+def outside_solutions(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    """The chapter's code cells, less those inside a ``{solution-start}``/``{solution-end}``
+    block: the student edition removes those, so the paragraph does not name what only a
+    solution uses."""
+    cells, in_solution = [], False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            marks = re.findall(r"\{solution-(start|end)\}", cell.source)
+            if marks:
+                in_solution = marks[-1] == "start"
+        elif cell.cell_type == "code" and not in_solution:
+            cells.append(cell)
+    return cells
+
+
 def used_names(nb: nbformat.NotebookNode) -> list[str]:
-    """Public names of the package that the chapter's code cells use, in ``ah.__all__`` order."""
-    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    """Public names of the package that the chapter's code cells use, in ``ah.__all__`` order
+    (solutions left out)."""
+    code = "\n".join(c.source for c in outside_solutions(nb))
     found = set(re.findall(r"\bah\.(\w+)", code))
     for names in re.findall(r"from aiayn_helpers(?:\.\w+)? import \(?([\w\s,]+)\)?", code):
         found |= {n.strip() for n in names.split(",")}
