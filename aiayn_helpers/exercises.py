@@ -32,16 +32,25 @@ cannot read the answer off:
 
 :func:`quiz` shows multiple-choice self-check questions with ``jupyterquiz``;
 they work in Jupyter and on the static site.
+
+Nothing a student reads before answering gives the answer away: the words a check
+prints (``why``, ``hint``, the mistakes' and properties' names) and a quiz's
+questions are kept in the cells as :func:`encode`'s text, which reads as noise, and
+the check prints ``why`` only after a right answer; a quiz's options are shuffled
+(the same way on every run, so the saved output does not change).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import math
 import random
 import re
 import types
-from collections.abc import Mapping, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +61,8 @@ __all__ = [
     "WrongAnswer",
     "check",
     "check_that",
+    "decode",
+    "encode",
     "exercise_name",
     "quiz",
     "reference",
@@ -92,6 +103,36 @@ def exercise_name(label: str) -> str:
         return label
     chapter = str(int(m["chapter"])) if m["chapter"].isdigit() else m["chapter"]
     return f"Exercise {chapter}.{int(m['number'])}"
+
+
+_ENCODED = "aiayn:"
+
+
+def encode(text: str) -> str:
+    """``text`` in a form a reader cannot read at a glance, for a check or quiz cell.
+
+    ``"aiayn:"`` and the base64 of the zlib-compressed UTF-8 text; :func:`check`,
+    :func:`check_that` and :func:`quiz` take it wherever they take words, and
+    :func:`decode` gives the text back. It hides an answer from the eye, not from a
+    student who decodes it on purpose.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"encode() takes a str, got {_describe(text)}")
+    packed = base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii")
+    return _ENCODED + packed
+
+
+def decode(text: str) -> str:
+    """The text :func:`encode` encoded; any other string is returned as it is."""
+    if not isinstance(text, str):
+        raise ValueError(f"decode() takes a str, got {_describe(text)}")
+    if not text.startswith(_ENCODED):
+        return text
+    try:
+        packed = base64.b64decode(text[len(_ENCODED) :], validate=True)
+        return zlib.decompress(packed).decode("utf-8")
+    except (ValueError, zlib.error) as error:
+        raise ValueError(f"not a text made by encode(): {text[:40]!r}") from error
 
 
 def _as_array(x: Any) -> np.ndarray | None:
@@ -330,6 +371,9 @@ class Reference:
                 return f"expected a tensor of shape {self.shape}, got {got}"
             if tuple(got.shape) != self.shape:
                 return f"expected shape {self.shape}, got shape {tuple(got.shape)}"
+        nan = _nan_reason(answer)
+        if nan:
+            return nan
         text = _canonical(answer, self.kind, self.digits)
         if text is None:
             wanted = _WANTED.get(self.kind, "a tensor of numbers")
@@ -342,6 +386,23 @@ class Reference:
             self.kind, f"to {self.digits} significant digits"
         )
         return f"your value{shown} is not the right one (compared {compared})"
+
+
+def _nan_reason(answer: Any) -> str | None:
+    """What a NaN in a numeric answer is called in a message (None: no NaN)."""
+    array = _as_array(answer)
+    if array is None or array.ndim == 0 or array.size == 1 and array.ndim == 0:
+        value = _number(answer)
+        if isinstance(value, float) and math.isnan(value):
+            return "your value is NaN (not a number)"
+        return None
+    if not np.issubdtype(array.dtype, np.floating) or not np.isnan(array).any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(np.isnan(array))[0])
+    count = int(np.isnan(array).sum())
+    return (
+        f"{count} of {array.size} values are NaN (not a number), the first at {where}"
+    )
 
 
 def _with_label(expected: Any, label: str) -> Any:
@@ -411,6 +472,13 @@ def _array_difference(
     close = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():
         return None
+    unexpected = np.isnan(got) & ~np.isnan(want)
+    if unexpected.any():
+        where = tuple(int(i) for i in np.argwhere(unexpected)[0])
+        return (
+            f"{int(unexpected.sum())} of {close.size} values are NaN (not a number), "
+            f"the first at index {where}"
+        )
     gap = np.abs(got.astype(np.float64) - want.astype(np.float64))
     gap = np.where(np.isnan(gap), np.inf, gap)
     where = tuple(int(i) for i in np.unravel_index(np.argmax(gap), gap.shape))
@@ -431,11 +499,16 @@ def _number_difference(
         answer = answer.item()
     if not isinstance(answer, int | float) or isinstance(answer, bool):
         return f"expected a number, got {_describe(answer)}"
+    if isinstance(answer, float) and math.isnan(answer):
+        return "your value is NaN (not a number)"
     if isinstance(expected, int) and isinstance(answer, int):
-        return None if answer == expected else f"expected {expected:,}, got {answer:,}"
+        if answer == expected:
+            return None
+        return f"your value {answer:,} is not the right one (compared exactly)"
     if math.isclose(answer, expected, rel_tol=rtol, abs_tol=atol):
         return None
-    return f"expected {expected:.6g}, got {answer:.6g}"
+    relative = f"(compared to a relative {rtol:g})"
+    return f"your value {answer:.6g} is not the right one {relative}"
 
 
 def _container_difference(
@@ -474,6 +547,7 @@ def check(
     why: str = "",
     hint: str = "",
     mistakes: Mapping[str, Any] | None = None,
+    diagnose: Callable[[], Any] | None = None,
     given: Any = _NOT_GIVEN,
     against: str = "",
     rtol: float = 1e-6,
@@ -481,6 +555,10 @@ def check(
 ) -> None:
     """Compare a student's ``answer`` with ``expected``; print the verdict, raise
     :class:`WrongAnswer` if wrong.
+
+    Every text argument (``why``, ``hint``, ``against``, the names of ``mistakes`` and
+    ``properties``, what ``diagnose`` returns) may be :func:`encode`'s text, so the
+    cell does not show it; it is decoded when printed. One call prints one verdict.
 
     Args:
         label: the exercise's label, for example ``"ch03-ex1"`` (shown as
@@ -493,13 +571,19 @@ def check(
             with ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
             :class:`Reference` (a digest: the value is not shown), or a list, tuple
             or dict of those. A function is called first (after the answer's).
-        why: one sentence said when the answer is right (what it shows).
-        hint: one sentence added when the answer is wrong and matches no known
-            mistake.
+        why: one sentence said when the answer is right (what it shows), and only then.
+        hint: one sentence added when the answer is wrong and no mistake is named; it
+            must not state the answer.
         mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer
             equal to one of these values is named ("this is what you get when ...").
-        properties: instead of ``answer`` and ``expected``, what a right answer does:
-            ``check(label, properties=[...], given=...)`` is :func:`check_that`.
+        diagnose: a function of no arguments, called when the answer is wrong: the
+            mistakes the student's answer shows, found from its properties (a list of
+            texts, one text, or nothing). They are named like ``mistakes``; when it
+            finds none, ``mistakes`` are compared, then ``hint`` is said.
+        properties: without ``answer`` and ``expected``, what a right answer does:
+            ``check(label, properties=[...], given=...)`` is :func:`check_that`. With
+            them, what a right answer also does, checked once the answer equals
+            ``expected`` (for example that a sample agrees with the formula).
         given: the student's names the answer is computed from (a value or a tuple),
             when ``answer`` is a function: any of them still ``...`` means not answered
             yet.
@@ -512,21 +596,31 @@ def check(
     Raises:
         WrongAnswer: the answer is wrong; the message says what differs and why.
     """
-    if properties is not None:
-        extra = answer is not _NOT_GIVEN or expected is not _NOT_GIVEN
-        if extra or given is _NOT_GIVEN:
+    if properties is not None and answer is _NOT_GIVEN and expected is _NOT_GIVEN:
+        if given is _NOT_GIVEN:
             raise ValueError(
                 "check(label, properties=[...], given=...) takes no answer or expected"
             )
-        check_that(label, properties, given=given, why=why, hint=hint)
+        check_that(
+            label, properties, given=given, why=why, hint=hint, diagnose=diagnose
+        )
         return
     if answer is _NOT_GIVEN or expected is _NOT_GIVEN:
+        if properties is not None:
+            raise ValueError(
+                "check(label, properties=[...], given=...) takes no answer or expected"
+                " (or both, with properties a right answer must also have)"
+            )
         raise ValueError(
             "check() needs an answer and an expected value, or properties=[...]"
         )
     _require_label(label)
     if not isinstance(against, str):
         raise ValueError(f"against must be a phrase naming the reference: {against!r}")
+    if properties is not None:
+        _require_properties(properties)
+    if diagnose is not None and not callable(diagnose):
+        raise ValueError(f"diagnose must be a function of no arguments: {diagnose!r}")
     name = exercise_name(label)
     if _unanswered(answer if given is _NOT_GIVEN else given):
         print(f"○ {name}: {_NOT_ANSWERED}")
@@ -535,6 +629,12 @@ def check(
         answer = answer() if isinstance(answer, types.FunctionType) else answer
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
+        named = _diagnosed(diagnose)
+        if named:
+            raise WrongAnswer(
+                f"✗ {name}: not right. This is what you get when {named}. (Using your "
+                f"answer fails with {failure}.)"
+            ) from error
         raise WrongAnswer(
             f"✗ {name}: not right: using your answer fails with {failure}"
         ) from error
@@ -542,33 +642,72 @@ def check(
     _with_label(expected, label)
     for value in (mistakes or {}).values():
         _with_label(value, label)
-    _verdict(name, answer, expected, why, hint, mistakes or {}, against, rtol, atol)
+    _verdict(
+        name,
+        answer,
+        expected,
+        _Words(why, hint, decode(against)),
+        mistakes or {},
+        diagnose,
+        rtol,
+        atol,
+    )
+    if properties is not None:
+        _properties_hold(name, properties, decode(hint), diagnose)
+    print(f"✓ {name}: right." + (f" {decode(why)}" if why else ""))
+
+
+class _Words:
+    """What a check says: ``why`` when right, ``hint`` when wrong, ``against``."""
+
+    def __init__(self, why: str, hint: str, against: str) -> None:
+        self.why, self.hint, self.against = why, hint, against
+
+
+def _diagnosed(diagnose: Callable[[], Any] | None) -> str:
+    """The mistakes ``diagnose()`` finds, joined into one phrase ("" for none)."""
+    if diagnose is None:
+        return ""
+    try:
+        found = diagnose()
+    except Exception:  # a diagnosis that cannot run names nothing
+        return ""
+    if not found:
+        return ""
+    if isinstance(found, str):
+        found = [found]
+    return " and ".join(decode(str(text)) for text in found)
 
 
 def _verdict(
     name: str,
     answer: Any,
     expected: Any,
-    why: str,
-    hint: str,
+    words: _Words,
     mistakes: Mapping[str, Any],
-    against: str,
+    diagnose: Callable[[], Any] | None,
     rtol: float,
     atol: float,
 ) -> None:
-    """:func:`check`'s last step: print "right", or raise :class:`WrongAnswer` naming
-    what differs, and the known mistake that gives this answer, if one does."""
+    """:func:`check`'s comparison: return if the answer is right, or raise
+    :class:`WrongAnswer` naming what differs, and the mistake that gives this answer,
+    if the diagnosis or a known mistake's value finds one."""
     reason = _difference(answer, expected, rtol, atol)
     if reason is None:
-        print(f"✓ {name}: right." + (f" {why}" if why else ""))
         return
-    if against:
-        reason = f"not the same as {against}: {reason}"
-    for mistake, value in mistakes.items():
-        if _difference(answer, value, rtol, atol) is None:
-            raise WrongAnswer(
-                f"✗ {name}: not right. This is what you get when {mistake}. ({reason}.)"
-            )
+    if words.against:
+        reason = f"not the same as {words.against}: {reason}"
+    named = _diagnosed(diagnose)
+    if not named:
+        for mistake, value in mistakes.items():
+            if _difference(answer, value, rtol, atol) is None:
+                named = decode(mistake)
+                break
+    if named:
+        raise WrongAnswer(
+            f"✗ {name}: not right. This is what you get when {named}. ({reason}.)"
+        )
+    hint = decode(words.hint)
     raise WrongAnswer(f"✗ {name}: not right: {reason}." + (f" {hint}" if hint else ""))
 
 
@@ -578,6 +717,45 @@ def _is_property(pair: Any) -> bool:
     return isinstance(pair[0], str) and callable(pair[1])
 
 
+def _require_properties(properties: Any) -> None:
+    if (
+        isinstance(properties, str | bytes)
+        or not isinstance(properties, Sequence)
+        or not properties
+        or not all(_is_property(p) for p in properties)
+    ):
+        got = _describe(properties)
+        raise ValueError(f"properties must be a list of (text, function) pairs: {got}")
+
+
+def _properties_hold(
+    name: str,
+    properties: Sequence[tuple[str, Any]],
+    hint: str,
+    diagnose: Callable[[], Any] | None,
+) -> None:
+    """Raise :class:`WrongAnswer` naming the first property that does not hold."""
+    for text, holds in properties:
+        try:
+            ok = holds()
+            failure = ""
+        except Exception as error:
+            failure = f" (checking it fails with {type(error).__name__}: {error})"
+            ok = False
+        if isinstance(ok, torch.Tensor | np.ndarray):
+            ok = bool(ok.all())
+        if not ok:
+            reason = f"this property does not hold: {decode(text)}{failure}"
+            named = _diagnosed(diagnose)
+            if named:
+                raise WrongAnswer(
+                    f"✗ {name}: not right. This is what you get when {named}. "
+                    f"({reason}.)"
+                )
+            message = f"✗ {name}: not right: {reason}."
+            raise WrongAnswer(message + (f" {hint}" if hint else ""))
+
+
 def check_that(
     label: str,
     properties: Sequence[tuple[str, Any]],
@@ -585,6 +763,7 @@ def check_that(
     given: Any,
     why: str = "",
     hint: str = "",
+    diagnose: Callable[[], Any] | None = None,
 ) -> None:
     """Check an answer by the properties a right answer has; name the first that fails.
 
@@ -596,69 +775,113 @@ def check_that(
             reads the student's objects; an error in it counts as the property failing.
         given: the student's names the properties read (a value or a tuple): any of them
             still ``...`` means not answered yet.
-        why: one sentence said when every property holds.
-        hint: one sentence added when a property fails.
+        why: one sentence said when every property holds, and only then.
+        hint: one sentence added when a property fails and no mistake is named.
+        diagnose: as in :func:`check`: called when a property fails, the mistakes
+            the answer shows (texts), named instead of the hint.
+
+    Texts may be :func:`encode`'s.
 
     Raises:
         WrongAnswer: a property does not hold; the message names it.
         ValueError: ``properties`` is empty or not a list of (text, function) pairs.
     """
     _require_label(label)
-    if (
-        isinstance(properties, str | bytes)
-        or not isinstance(properties, Sequence)
-        or not properties
-        or not all(_is_property(p) for p in properties)
-    ):
-        got = _describe(properties)
-        raise ValueError(f"properties must be a list of (text, function) pairs: {got}")
+    _require_properties(properties)
+    if diagnose is not None and not callable(diagnose):
+        raise ValueError(f"diagnose must be a function of no arguments: {diagnose!r}")
     name = exercise_name(label)
     if _unanswered(given):
         print(f"○ {name}: {_NOT_ANSWERED}")
         return
-    for text, holds in properties:
+    _properties_hold(name, properties, decode(hint), diagnose)
+    print(f"✓ {name}: right." + (f" {decode(why)}" if why else ""))
+
+
+def _quiz_questions(questions: Any) -> list[dict]:
+    """The questions a quiz shows: a list, or :func:`encode`'s text of its JSON."""
+    if isinstance(questions, str):
         try:
-            ok = holds()
-            failure = ""
-        except Exception as error:
-            failure = f" (checking it fails with {type(error).__name__}: {error})"
-            ok = False
-        if isinstance(ok, torch.Tensor | np.ndarray):
-            ok = bool(ok.all())
-        if not ok:
-            message = f"✗ {name}: not right: this property does not hold: {text}"
-            message += f"{failure}."
-            raise WrongAnswer(message + (f" {hint}" if hint else ""))
-    print(f"✓ {name}: right." + (f" {why}" if why else ""))
-
-
-def quiz(questions: list[dict], key: str) -> None:
-    """Show multiple-choice self-check questions (``jupyterquiz``), in Jupyter and on
-    the static site.
-
-    ``questions`` follows jupyterquiz's format: ``{"question": ..., "type":
-    "multiple_choice", "answers": [{"answer": ..., "correct": bool, "feedback": ...},
-    ...]}``. ``key`` (the chapter, for example ``"ch02"``) fixes the element ids, so the
-    saved output is the same on every run.
-    """
-    # optional at import time: only the notebooks need it
-    from jupyterquiz import display_quiz
-
+            questions = json.loads(decode(questions))
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                "a quiz given as text is encode(json.dumps(questions))"
+            ) from error
+    if not isinstance(questions, list) or not all(
+        isinstance(q, dict) for q in questions
+    ):
+        raise ValueError(
+            f"questions must be a list of jupyterquiz's dicts: {_describe(questions)}"
+        )
     if not questions or any(
         not q.get("answers") or not any(a.get("correct") for a in q["answers"])
         for q in questions
     ):
         raise ValueError("every question needs answers, at least one of them correct")
+    return questions
+
+
+def _shuffled(questions: Any, key: str) -> list[dict]:
+    """The questions with their options shuffled, the same way for the same ``key``.
+
+    With two or more questions, the right answers do not all sit at the same place
+    (another shuffle is drawn while they do).
+    """
+    questions = _quiz_questions(questions)
+    for attempt in range(1000):
+        rng = random.Random(f"aiayn-quiz-{key}-{attempt}")
+        result = []
+        for q in questions:
+            answers = list(q["answers"])
+            rng.shuffle(answers)
+            result.append({**q, "answers": answers})
+        places = {
+            tuple(i for i, a in enumerate(q["answers"]) if a.get("correct"))
+            for q in result
+        }
+        if len(result) == 1 or len(places) > 1:
+            return result
+    raise ValueError("no shuffle puts the right answers at different places")
+
+
+def quiz(questions: list[dict] | str, key: str) -> None:
+    """Show multiple-choice self-check questions (``jupyterquiz``), in Jupyter and on
+    the static site.
+
+    ``questions`` follows jupyterquiz's format: ``{"question": ..., "type":
+    "multiple_choice", "answers": [{"answer": ..., "correct": bool, "feedback": ...},
+    ...]}``, or is :func:`encode`'s text of that list as JSON (the cell then does not
+    show which answer is right). The options are shuffled by ``_shuffled``, the
+    same way on every run; the output carries the questions as base64, not as
+    readable JSON. ``key`` (the chapter, for example ``"ch02"``) fixes the shuffle and
+    the element ids, so the saved output is the same on every run.
+    """
+    legacy = isinstance(questions, list)  # chapters not converted yet: as before
+    questions = _quiz_questions(questions) if legacy else _shuffled(questions, key)
+    # optional at import time: only the notebooks need it
     import jupyterquiz.dynamic.display as jq_display
+    from jupyterquiz import display_quiz
+
+    plain = json.dumps(questions)
+    hidden = base64.b64encode(json.dumps(questions, ensure_ascii=True).encode())
+    build_script = jq_display.build_script
+
+    def script(prefix: str, *args: Any, **kwargs: Any) -> str:
+        # the questions as base64 that the page decodes, not as readable JSON
+        if legacy:
+            return _guard_mathjax(build_script(prefix, *args, **kwargs))
+        if plain not in prefix:
+            raise RuntimeError("jupyterquiz's script no longer starts with the JSON")
+        prefix = prefix.replace(
+            plain, f'JSON.parse(window.atob("{hidden.decode("ascii")}"))', 1
+        )
+        return _guard_mathjax(build_script(prefix, *args, **kwargs))
 
     # jupyterquiz reads MathJax.version[0] when a page defines MathJax's configuration
     # but the script has not loaded yet; on a slow page that throws.
     # String(undefined)[0] is "u": the quiz skips typesetting (MathJax typesets the
     # page when it loads).
-    build_script = jq_display.build_script
-    jq_display.build_script = lambda *args, **kwargs: _guard_mathjax(
-        build_script(*args, **kwargs)
-    )
+    jq_display.build_script = script
     state = random.getstate()
     random.seed(
         f"aiayn-quiz-{key}"

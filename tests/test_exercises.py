@@ -10,6 +10,7 @@ check cells: each must be reported wrong (``WrongAnswer``), so no wrong answer r
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import sys
@@ -20,7 +21,17 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from aiayn_helpers.exercises import Reference, WrongAnswer, check, check_that, exercise_name, quiz, reference
+from aiayn_helpers.exercises import (
+    Reference,
+    WrongAnswer,
+    check,
+    check_that,
+    decode,
+    encode,
+    exercise_name,
+    quiz,
+    reference,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -212,9 +223,11 @@ def test_check_right_unanswered_and_wrong(capsys):
     assert capsys.readouterr().out == "✓ Exercise 2.2: right. d_k sigma^4.\n"
     check("ch02-ex2", ..., 1024.0)
     assert "○ Exercise 2.2: not answered yet" in capsys.readouterr().out
-    with pytest.raises(WrongAnswer, match=r"when each product has variance sigma\^2\. \(expected 1024, got 256\.\)"):
+    mistaken = r"when each product has variance sigma\^2\. \(your value 256 is not the right one"
+    with pytest.raises(WrongAnswer, match=mistaken):
         check("ch02-ex2", 256.0, 1024.0, mistakes={"each product has variance sigma^2": 256.0})
-    with pytest.raises(WrongAnswer, match="not right: expected 1024, got 100. Think of d_k."):
+    hinted = r"not right: your value 100 is not the right one \(compared to a relative 1e-06\)\. Think of d_k\."
+    with pytest.raises(WrongAnswer, match=hinted):
         check("ch02-ex2", 100.0, 1024.0, hint="Think of d_k.")
     assert isinstance(WrongAnswer("x"), AssertionError), "a wrong answer stops the notebook like an assert"
 
@@ -247,7 +260,7 @@ def test_check_tensors_say_what_differs():
         check("ch04-ex2", (True, True), (True, False))
     with pytest.raises(WrongAnswer, match=r"\[7\]: expected False"):
         check("ch04-ex3", {6: True, 7: True}, {6: True, 7: False})
-    with pytest.raises(WrongAnswer, match="expected 2, got 3"):
+    with pytest.raises(WrongAnswer, match=r"your value 3 is not the right one \(compared exactly\)"):
         check("ch04-ex4", 3, 2)
     check("ch07-ex2", "B ", "b")  # choices: case and spaces do not matter
 
@@ -364,20 +377,126 @@ def test_check_takes_properties_instead_of_an_expected_value(capsys):
         check("ch06-ex1", mask)
 
 
-def test_quiz_output_is_the_same_every_run(monkeypatch):
+def _quiz_outputs(monkeypatch, questions, key="chX") -> list[list[str]]:
     pytest.importorskip("jupyterquiz")
     import jupyterquiz.dynamic.display as shown
 
     runs: list[list[str]] = []
     monkeypatch.setattr(shown, "display", lambda obj: runs[-1].append(obj.data))
-    questions = [{"question": "Q?", "type": "multiple_choice", "answers": [{"answer": "a", "correct": True}]}]
     for _ in range(2):
         runs.append([])
-        quiz(questions, key="chX")
+        quiz(questions, key=key)
+    return runs
+
+
+def _shown_questions(script: str) -> list[dict]:
+    """The questions a quiz's saved script hands to the page (base64 JSON)."""
+    import base64
+    import json
+
+    return json.loads(base64.b64decode(re.search(r'window\.atob\("([A-Za-z0-9+/=]+)"\)', script)[1]))
+
+
+def test_quiz_output_is_the_same_every_run_and_hides_the_key(monkeypatch):
+    questions = [{"question": "Q?", "type": "multiple_choice", "answers": [{"answer": "a", "correct": True}]}]
+    runs = _quiz_outputs(monkeypatch, encode(json.dumps(questions)))
     assert runs[0] == runs[1] and len(runs[0]) == 2, "the saved output must not change between runs (nbval)"
-    assert '"question": "Q?"' in runs[0][1]
+    for shown in runs[0]:
+        assert "Q?" not in shown and not re.search(r'"correct"\s*:\s*true', shown), "no readable key in the output"
+    assert _shown_questions(runs[0][1]) == questions
     with pytest.raises(ValueError, match="at least one of them correct"):
         quiz([{"question": "Q?", "answers": [{"answer": "a", "correct": False}]}], key="chX")
+    with pytest.raises(ValueError, match=r"encode\(json.dumps\(questions\)\)"):
+        quiz(encode("not json"), key="chX")
+
+
+def test_quiz_options_are_shuffled_the_same_way_every_run(monkeypatch):
+    def question(i):
+        answers = [{"answer": f"right {i}", "correct": True, "feedback": "Right."}]
+        answers += [{"answer": f"wrong {i}.{j}", "correct": False, "feedback": "No."} for j in range(2)]
+        return {"question": f"Q{i}?", "type": "multiple_choice", "answers": answers}
+
+    for n in (2, 3, 5):
+        questions = [question(i) for i in range(n)]
+        runs = _quiz_outputs(monkeypatch, encode(json.dumps(questions)), key=f"ch{n}")
+        shown = _shown_questions(runs[0][1])
+        assert runs[0] == runs[1]
+        places = [next(i for i, a in enumerate(q["answers"]) if a["correct"]) for q in shown]
+        assert len(set(places)) > 1, f"{n} questions: the right answer is always option {places[0]}"
+        for before, after in zip(questions, shown):  # the same options, feedback kept with its answer
+            assert sorted(map(json.dumps, before["answers"])) == sorted(map(json.dumps, after["answers"]))
+
+
+def test_encoded_texts_are_unreadable_and_come_back():
+    for text in ("Var(q . k) = d_k sigma^4", "rank at most d_k = 4 √ — ü", ""):
+        coded = encode(text)
+        assert coded.startswith("aiayn:") and (not text or text not in coded) and decode(coded) == text
+    assert decode("plain words") == "plain words"
+    with pytest.raises(ValueError, match="not a text made by encode"):
+        decode("aiayn:not base64!")
+    with pytest.raises(ValueError, match="takes a str"):
+        encode(3)
+
+
+def test_check_says_why_only_when_right_and_decodes_its_words(capsys):
+    why, hint = encode("d_k sigma^4."), encode("Think of d_k.")
+    check("ch02-ex2", ..., 1024.0, why=why, hint=hint)
+    unanswered = capsys.readouterr().out
+    assert "not answered yet" in unanswered and "sigma" not in unanswered and "d_k" not in unanswered
+    check("ch02-ex2", 1024.0, 1024.0, why=why, hint=hint)
+    assert capsys.readouterr().out == "✓ Exercise 2.2: right. d_k sigma^4.\n"
+    with pytest.raises(WrongAnswer, match=r"not right: your value 100 is not the right one .*\. Think of d_k\.$") as e:
+        check("ch02-ex2", 100.0, 1024.0, why=why, hint=hint)
+    assert "sigma" not in str(e.value) and "1024" not in str(e.value), "a wrong answer is not told the answer"
+    with pytest.raises(WrongAnswer, match="This is what you get when one product is counted"):
+        check("ch02-ex2", 16.0, 1024.0, mistakes={encode("one product is counted"): 16.0})
+    with pytest.raises(WrongAnswer, match="does not hold: the sum is one"):
+        check_that("ch01-ex1", [(encode("the sum is one"), lambda: False)], given=1)
+
+
+def test_nan_is_reported_as_nan():
+    with pytest.raises(WrongAnswer, match=r"2 of 4 values are NaN \(not a number\), the first at index \(0, 1\)"):
+        check("ch02-ex4", torch.tensor([[1.0, float("nan")], [float("nan"), 2.0]]), torch.ones(2, 2))
+    with pytest.raises(WrongAnswer, match=r"your value is NaN \(not a number\)"):
+        check("ch02-ex2", float("nan"), 1024.0)
+    with pytest.raises(WrongAnswer, match=r"your value is NaN \(not a number\)"):
+        check("ch02-ex2", torch.tensor(float("nan")), Reference(reference("ch02-ex2", 1024.0)))
+    with pytest.raises(WrongAnswer, match=r"1 of 2 values are NaN"):
+        check("ch04-ex4", torch.tensor([1.0, float("nan")]), Reference(reference("ch04-ex4", torch.ones(2))))
+    for wrong in (float("nan"), torch.tensor([float("nan")])):
+        try:
+            check("ch02-ex2", wrong, 1.0)
+        except WrongAnswer as error:
+            assert "inf" not in str(error)
+
+
+def test_diagnose_names_only_the_mistakes_it_finds():
+    found: list[str] = []
+    with pytest.raises(WrongAnswer, match=r"not right: your value 3 is not the right one .*\. Hint\.$"):
+        check("ch05-ex1", 3, 2, diagnose=lambda: found, hint="Hint.")  # nothing found: the hint
+    found = [encode("the bias is left out"), "the weight is transposed"]
+    with pytest.raises(WrongAnswer, match="when the bias is left out and the weight is transposed. "):
+        check("ch05-ex1", 3, 2, diagnose=lambda: found, mistakes={"a value mistake": 3})
+    with pytest.raises(WrongAnswer, match="This is what you get when one slip"):
+        check("ch05-ex1", 3, 2, diagnose=lambda: "one slip")
+    with pytest.raises(WrongAnswer, match=r"when a value mistake\. "):  # a failing diagnosis names nothing
+        check("ch05-ex1", 3, 2, diagnose=lambda: 1 / 0, mistakes={"a value mistake": 3})
+    with pytest.raises(ValueError, match="diagnose must be a function"):
+        check("ch05-ex1", 3, 2, diagnose="x")
+
+
+def test_properties_beside_an_answer_give_one_verdict(capsys):
+    measured = 1024.0 / 64
+    agrees = [(encode("your sample agrees with your formula"), lambda: abs(measured / 1024.0 - 1) < 0.05)]
+    with pytest.raises(WrongAnswer, match="does not hold: your sample agrees with your formula") as e:
+        check("ch02-ex2", 1024.0, 1024.0, properties=agrees, why="Right formula.")
+    assert capsys.readouterr().out == "", "no 'right' before the 'not right'"
+    assert "Right formula" not in str(e.value)
+    measured = 1000.0
+    check("ch02-ex2", 1024.0, 1024.0, properties=agrees, why="Right formula.")
+    assert capsys.readouterr().out == "✓ Exercise 2.2: right. Right formula.\n"
+    with pytest.raises(WrongAnswer, match="your value 256"):  # the answer first
+        check("ch02-ex2", 256.0, 1024.0, properties=agrees)
 
 
 # ---------------------------------------------------------------------------- the chapters
