@@ -107,7 +107,7 @@ def installed_closure(names: set[str]) -> set[str]:
 def test_package_requirements_follow_the_extras_of_extras():
     reader, lab, dev = (package_requirements(f"[{e}]") for e in ("reader", "lab", "dev"))
     assert {"torch", "numpy", "jupyterquiz", "pooch"} <= reader
-    assert lab - reader == {"ipykernel", "jupyterlab"}
+    assert lab - reader == {"ipykernel", "jupyterlab", "jupyterlab-myst"}
     assert reader < lab < dev and {"pytest", "nbgrader", "ruff", "playwright"} <= dev - lab
 
 
