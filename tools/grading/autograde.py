@@ -1,0 +1,280 @@
+"""nbgrader's autograde with the execution in the sandbox, and feedback without the
+hidden tests.
+
+nbgrader still does the bookkeeping, outside the sandbox: it restores the test cells
+from the gradebook (OverwriteCells, checksums), inserts the hidden tests, scores,
+exports. ``SandboxedExecute`` (set in the course's nbgrader_config.py by ``configure``,
+so a plain ``nbgrader autograde`` is sandboxed too) sends the notebook to
+sandbox.run_sandboxed; the grader keeps only the outputs of the cells it sent, matched
+by index and id, and scores them outside. A cell that never ran (time limit, crash)
+scores as a failed test. ``nbgrader generate_feedback`` shows the visible part of each
+test cell and withholds the hidden tests and any output that quotes them
+(``HideHiddenTests``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbformat import NotebookNode
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
+    Execute,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    NbGraderPreprocessor,
+    OverwriteKernelspec,
+    SaveAutoGrades,
+)
+from traitlets import Bool, Integer, List, Unicode
+
+from .decisions import LatePolicy
+from .repair import RecoverCells, RestoreCells
+from .sandbox import PASSED_ENV, _bytes, refusal, run_sandboxed, sandbox_problem
+
+
+def _clean_output(o: object) -> dict | None:
+    """An output from the sandbox rebuilt from the fields nbformat knows, or None."""
+    if not isinstance(o, dict):
+        return None
+    kind = o.get("output_type")
+
+    def text(value) -> str:
+        return "".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    if kind == "stream":
+        return nbformat.v4.new_output(
+            "stream",
+            name="stderr" if o.get("name") == "stderr" else "stdout",
+            text=text(o.get("text", "")),
+        )
+    if kind == "error":
+        traceback = o.get("traceback") if isinstance(o.get("traceback"), list) else []
+        return nbformat.v4.new_output(
+            "error",
+            ename=str(o.get("ename", "Error")),
+            evalue=str(o.get("evalue", "")),
+            traceback=[str(t) for t in traceback],
+        )
+    if kind in ("display_data", "execute_result") and isinstance(o.get("data"), dict):
+        data = {}
+        for key, value in o["data"].items():
+            json_data = isinstance(value, dict) and str(key).endswith("json")
+            data[str(key)] = value if json_data else text(value)
+        metadata = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+        out = nbformat.v4.new_output(kind, data=data, metadata=metadata)
+        if kind == "execute_result":
+            count = o.get("execution_count")
+            out.execution_count = count if isinstance(count, int) else None
+        return out
+    return None
+
+
+def not_executed(reason: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output(
+        "error",
+        ename="NotExecuted",
+        evalue=reason,
+        traceback=[f"NotExecuted: {reason}"],
+    )
+
+
+def merge_outputs(nb: NotebookNode, frames: list[dict], reason: str) -> NotebookNode:
+    """``nb`` (the grader's own copy) with the outputs the sandbox sent for its cells.
+
+    Only outputs are taken, and only for a frame whose index and cell id match; a code
+    cell with no frame gets a ``NotExecuted`` error (a test cell that never ran fails).
+    """
+    done: dict[int, dict] = {}
+    for frame in frames:
+        index = frame.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(nb.cells):
+            continue
+        cell = nb.cells[index]
+        if cell.cell_type == "code" and frame.get("id") == cell.get("id"):
+            done[index] = frame
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        frame = done.get(index)
+        if frame is None:
+            cell.outputs, cell.execution_count = [not_executed(reason)], None
+            continue
+        outputs = frame.get("outputs") if isinstance(frame.get("outputs"), list) else []
+        cell.outputs = [o for o in map(_clean_output, outputs) if o is not None]
+        count = frame.get("execution_count")
+        cell.execution_count = count if isinstance(count, int) else None
+    try:
+        nbformat.validate(nb)
+    except nbformat.ValidationError as err:
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                invalid = f"the sandbox returned invalid outputs: {err.message}"
+                cell.outputs = [not_executed(invalid)]
+    return nb
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute, the notebook run in a bubblewrap sandbox (see the module)."""
+
+    sandbox = Bool(True, help="False: no sandbox (own notebooks only)").tag(config=True)
+    notebook_timeout = Integer(600, help="Seconds a notebook may run").tag(config=True)
+    memory = Unicode("4G", help="Address space per process").tag(config=True)
+    processes = Integer(256, help="Processes and threads").tag(config=True)
+    read_only = List(Unicode(), help="More paths it may read").tag(config=True)
+    timeout = Integer(60, help="Seconds a cell may run", allow_none=True)
+    timeout.tag(config=True)
+
+    def preprocess(self, nb, resources, retry=None):
+        if not self.sandbox:
+            self.log.warning("Executing WITHOUT a sandbox (--unsandboxed)")
+            return super().preprocess(nb, resources)
+        problem = sandbox_problem()
+        if problem:
+            raise RuntimeError(refusal(problem))
+        path = (resources.get("metadata") or {}).get("path")
+        ids = resources.get("nbgrader") or {}
+        submitted = None
+        if path and ids.get("student") and ids.get("assignment"):
+            # <course>/autograded/<student>/<assignment> -> <course>/submitted/...
+            course = Path(path).resolve().parents[2]
+            submitted = course / "submitted" / ids["student"] / ids["assignment"]
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        data = [p for p in self.read_only if p]
+        data_dir = os.environ.get("AIAYN_DATA_DIR", "")
+        if data_dir and Path(data_dir).is_dir():  # the chapters' data, read-only
+            data.append(data_dir)
+            env["AIAYN_DATA_DIR"] = str(Path(data_dir).resolve())
+        frames, reason, log = run_sandboxed(
+            nb,
+            Path(path) if path else None,
+            submitted,
+            cell_timeout=self.timeout or 60,
+            notebook_timeout=self.notebook_timeout,
+            memory=_bytes(self.memory),
+            processes=self.processes,
+            read_only=data,
+            env=env,
+        )
+        if reason:
+            self.log.warning("%s; sandbox log:\n%s", reason, log[-3000:])
+        return merge_outputs(nb, frames, reason or "this cell did not run"), resources
+
+
+HIDDEN = re.compile(
+    r"^[ \t]*#+ *BEGIN HIDDEN TESTS.*?^[ \t]*#+ *END HIDDEN TESTS[^\n]*\n?",
+    re.M | re.S,
+)
+HIDDEN_NOTE = "# (hidden tests: not shown)\n"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _strings(value) -> list[str]:
+    """Every string inside an output (its text, data, error message, traceback)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+WITHHELD = "[output withheld: it quotes the hidden tests]\n"
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """For feedback: hidden tests out of the sources, and out of every output.
+
+    A test cell keeps its visible part; its errors keep only ``ename: first line``
+    (tracebacks quote the hidden code). Any output that contains a line of hidden test
+    (12 characters or more) is withheld. A submission that encodes what it read can
+    still get past this: withhold feedback where that matters.
+    """
+
+    # nbconvert's exporter sets it on every preprocessor
+    display_data_priority = List([]).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        hidden = set()
+        for cell in nb.cells:
+            for block in HIDDEN.findall(cell.source):
+                lines = {line.strip() for line in block.splitlines()}
+                hidden |= {line for line in lines if len(line) >= 12}
+        hidden -= {"### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"}
+        for cell in nb.cells:
+            had_hidden = bool(HIDDEN.search(cell.source))
+            cell.source = HIDDEN.sub(HIDDEN_NOTE, cell.source)
+            if cell.cell_type != "code":
+                continue
+            outputs = []
+            for out in cell.outputs:
+                if out.output_type == "error" and had_hidden:
+                    first = out.evalue.splitlines()[0] if out.evalue else ""
+                    out.traceback = [f"{out.ename}: {first}"[:500]]
+                text = ANSI.sub("", "\n".join(_strings(out)))
+                if any(line in text for line in hidden):
+                    out = nbformat.v4.new_output("stream", name="stdout", text=WITHHELD)
+                outputs.append(out)
+            cell.outputs = outputs
+        return nb, resources
+
+
+def configure(c) -> None:
+    """Set nbgrader's config ``c`` (a course's nbgrader_config.py) to use sandboxes."""
+    c.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        RecoverCells,
+        RestoreCells,
+        CheckCellMetadata,
+    ]
+    c.AssignLatePenalties.plugin_class = LatePolicy
+    c.Autograde.autograde_preprocessors = [
+        SandboxedExecute,
+        IgnorePattern,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]
+    c.GenerateFeedback.preprocessors = [
+        HideHiddenTests,
+        GetGrades,
+        CSSHTMLHeaderPreprocessor,
+    ]
+
+
+def nbgrader(*args: str, course: Path, quiet: bool = False, check: bool = True) -> str:
+    """Run nbgrader in ``course`` with this Python (and its ``alembic``).
+
+    Returns its output when ``quiet``; ``check``: raise RuntimeError if it fails.
+    """
+    env = dict(
+        os.environ,
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=course,
+        env=env,
+        capture_output=quiet,
+        text=True,
+    )
+    output = f"{done.stdout or ''}{done.stderr or ''}"
+    if done.returncode != 0 and check:
+        detail = f":\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}" if quiet else ""
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed{detail}")
+    return output if done.returncode == 0 else f"FAILED\n{output}"

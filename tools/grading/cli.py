@@ -1,0 +1,268 @@
+"""Grade an nbgrader assignment with every submission in its own sandbox (issue #29).
+
+    python tools/grade.py assignment1                # `make grade A=assignment1`
+    python tools/grade.py assignment1 --feedback     # and feedback, hidden tests out
+    python tools/grade.py assignment1 --force        # everyone again, changed or not
+    python tools/grade.py assignment1 --unsandboxed  # NO sandbox: own notebooks only
+
+The stages of a term, one module each in tools/grading/: collect (a platform's zip
+into ``<course>/submitted/<student>/<assignment>/``; roster: who the students are),
+repair (each submission made gradable, reported per student), sandbox and autograde
+(nbgrader with the students' code in a bubblewrap sandbox) and decisions (due dates,
+late policy). This module runs them for ``make grade``:
+
+* a submission is graded again when its files changed (a resubmission: the newest
+  counts), or when a due date, the late policy or a limit changed; the others keep
+  their grades (nbgrader alone skips any student already graded);
+* what grading did is printed at the end, per student, from ``<course>/reports/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .autograde import nbgrader
+from .decisions import DEADLINES, read_deadlines, set_due_date
+from .repair import NOTES, note, prepare_submissions
+from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
+
+ROOT = Path(__file__).resolve().parents[2]
+LINKS = """\
+Submissions hold symbolic links, which nbgrader would follow (to files of yours, or
+to a device that never ends). Remove them, then grade again:
+{links}"""
+UNSANDBOXED = """\
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+!! --unsandboxed: the notebooks run as YOU, in the course folder, with your files, !!
+!! the network and no limits. They can read the hidden tests and the gradebook.    !!
+!! Use it only for notebooks you wrote yourself, never for students' submissions.  !!
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"""
+
+
+def links_in_submissions(course: Path, assignment: str) -> list[Path]:
+    """The symbolic links in the submitted folders of ``assignment``."""
+    found = []
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        if folder.is_symlink():
+            found.append(folder)
+            continue
+        for here, dirs, files in os.walk(folder):
+            paths = [Path(here) / name for name in dirs + files]
+            found += [path for path in paths if path.is_symlink()]
+    return found
+
+
+def _digest(folder: Path, extra: str) -> str:
+    """What a submission's grade depends on: its files, and ``extra``."""
+    import hashlib
+
+    h = hashlib.sha256(extra.encode())
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def stale_submissions(course: Path, assignment: str, extra: str, force: bool) -> tuple:
+    """The students to grade (again): new, resubmitted, or all with ``force``.
+
+    Their old results are removed, so that nbgrader grades them; nbgrader alone
+    skips a student already graded unless the submission's timestamp.txt is newer.
+    Returns them and every student's digest.
+    """
+    state_path = course / NOTES / assignment / "graded.json"
+    state = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    digests, stale = {}, []
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        digests[student] = _digest(folder, extra)
+        autograded = course / "autograded" / student / assignment
+        if force or state.get(student) != digests[student] or not autograded.is_dir():
+            stale.append(student)
+            for stage in ("autograded", "feedback"):
+                shutil.rmtree(course / stage / student / assignment, ignore_errors=True)
+            (course / NOTES / assignment / f"{student}.txt").unlink(missing_ok=True)
+    return stale, digests
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignment", help="the assignment's name, e.g. assignment1")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=ROOT / "_grading",
+        help="nbgrader course folder",
+    )
+    parser.add_argument(
+        "--feedback",
+        action="store_true",
+        help="also write feedback/ (hidden tests withheld)",
+    )
+    parser.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="NO sandbox: only for your own notebooks",
+    )
+    parser.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=60,
+        help="seconds per cell (60)",
+    )
+    parser.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=600,
+        help="seconds per notebook (600)",
+    )
+    parser.add_argument("--memory", default="4G", help="address space per process (4G)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=256,
+        help="processes and threads (256)",
+    )
+    parser.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        help="a folder the notebooks may read",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="show nbgrader's log only on failure",
+    )
+    parser.add_argument(
+        "--deadlines",
+        type=Path,
+        default=DEADLINES,
+        help="due dates and late policy (book/autograder/deadlines.toml)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="grade every submission again, changed or not",
+    )
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    if not (course / "nbgrader_config.py").is_file():
+        print(
+            f"{course} has no nbgrader_config.py: run make student first",
+            file=sys.stderr,
+        )
+        return 2
+    if "from grade import configure" not in (course / "nbgrader_config.py").read_text():
+        print(
+            f"{course}/nbgrader_config.py predates the sandbox: run make student again",
+            file=sys.stderr,
+        )
+        return 2
+    links = links_in_submissions(course, args.assignment)
+    if links:
+        listed = "\n".join(f"  {link}" for link in links)
+        print(LINKS.format(links=listed), file=sys.stderr)
+        return 2
+    if args.unsandboxed:
+        print(UNSANDBOXED, file=sys.stderr)
+    else:
+        problem = sandbox_problem()
+        if problem:
+            print(refusal(problem), file=sys.stderr)
+            return 2
+        short = too_little_memory(_bytes(args.memory), args.processes)
+        if short:
+            print(short, file=sys.stderr)
+            return 2
+    try:
+        due, late = read_deadlines(args.deadlines, args.assignment)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
+    flags = [
+        f"--SandboxedExecute.sandbox={not args.unsandboxed}",
+        f"--SandboxedExecute.timeout={args.cell_timeout}",
+        f"--SandboxedExecute.notebook_timeout={args.notebook_timeout}",
+        f"--SandboxedExecute.memory={args.memory}",
+        f"--SandboxedExecute.processes={args.processes}",
+    ]
+    flags += [f"--SandboxedExecute.read_only={Path(d).resolve()}" for d in args.data]
+    flags += [f"--LatePolicy.{key}={value}" for key, value in sorted(late.items())]
+    notes = prepare_submissions(course, args.assignment)
+    # a new due date, policy or limit changes every grade: grade everyone again
+    settings = json.dumps([str(due), late, flags], sort_keys=True)
+    stale, digests = stale_submissions(course, args.assignment, settings, args.force)
+    for student, texts in notes.items():
+        if student in stale:
+            for text in texts:
+                note(course, args.assignment, student, text)
+    try:
+        set_due_date(course, args.assignment, due)
+        log = nbgrader(
+            "autograde",
+            args.assignment,
+            "--create",
+            *flags,
+            course=course,
+            quiet=args.quiet,
+            check=False,
+        )
+        reports = course / NOTES / args.assignment
+        reports.mkdir(parents=True, exist_ok=True)
+        (reports / "autograde.log").write_text(log)
+        graded = {}
+        where = f"its log: {reports / 'autograde.log'}" if args.quiet else "log above"
+        for student, digest in digests.items():
+            folder = course / "autograded" / student / args.assignment
+            if any(folder.glob("*.ipynb")):
+                graded[student] = digest
+            elif student in stale and "NOT GRADED" not in "".join(notes[student]):
+                why = f"nbgrader could not grade it ({where})"
+                note(course, args.assignment, student, f"NOT GRADED: {why}")
+        (reports / "graded.json").write_text(json.dumps(graded, indent=1))
+        nbgrader("export", course=course, quiet=args.quiet)
+        if args.feedback:
+            nbgrader(
+                "generate_feedback",
+                args.assignment,
+                course=course,
+                quiet=args.quiet,
+            )
+    except RuntimeError as err:
+        print(err, file=sys.stderr)
+        return 1
+    failed = report(course, args.assignment, stale, due)
+    wrote = f"grades: {course / 'grades.csv'}"
+    if args.feedback:
+        wrote += f"; feedback: {course / 'feedback'}"
+    print(wrote)
+    if args.unsandboxed:
+        print("(graded WITHOUT a sandbox)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def report(course: Path, assignment: str, graded: list[str], due) -> list[str]:
+    """Print what grading did to each submission; return the students not graded."""
+    folder = course / NOTES / assignment
+    failed = []
+    lines = [f"{assignment}: {len(graded)} submission(s) graded (new or changed)"]
+    if due is not None:
+        lines[0] += f", due {due:%Y-%m-%d %H:%M} UTC"
+    for path in sorted(folder.glob("*.txt")):
+        texts = path.read_text(encoding="utf-8").splitlines()
+        if any(t.startswith("NOT GRADED") for t in texts):
+            failed.append(path.stem)
+        lines += [f"  {path.stem}: {t}" for t in texts]
+    if failed:
+        lines.append(f"NOT GRADED (scored 0): {', '.join(failed)}")
+    print("\n".join(lines), file=sys.stderr if failed else sys.stdout)
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())

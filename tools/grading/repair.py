@@ -1,0 +1,280 @@
+"""Making each submission gradable before nbgrader runs, and the per-student report.
+
+Whatever is done is written, per student, to ``<course>/reports/<assignment>/
+<student>.txt`` (``note``) and printed at the end of ``make grade``:
+
+* a misnamed notebook (``assignment1 (1).ipynb``, ``Assignment1.ipynb``, the only
+  notebook there is) is renamed to the assignment's (``match_notebook``); with none
+  that fits, or an unreadable one, the student is named as NOT GRADED (scored 0) and
+  the others are graded as usual;
+* cells whose nbgrader metadata was stripped (copied into a fresh notebook) get it
+  back, matched by grade id, cell id, source or place (``recover_cells``); a deleted
+  test cell is put back from the release and an edited one restored, so neither
+  raises a grade, and both are reported (``RecoverCells``, ``RestoreCells``, which
+  also keeps nbgrader from warning about every test cell whose hidden tests it
+  restores).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+
+NOTES = "reports"  # <course>/reports/<assignment>/<student>.txt: what grading changed
+
+
+def _course_of(resources: dict) -> Path | None:
+    """The course folder of the notebook nbgrader is converting (from its path)."""
+    path = (resources.get("metadata") or {}).get("path")
+    return Path(path).resolve().parents[2] if path else None
+
+
+def note(course: Path, assignment: str, student: str, text: str) -> None:
+    """Record, for the instructor, something grading did to a student's submission."""
+    folder = course / NOTES / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{student}.txt", "a", encoding="utf-8") as f:
+        f.write(text.rstrip() + "\n")
+
+
+def _normal(source: str | None) -> str:
+    """A cell's source with whitespace folded (editors strip and re-indent)."""
+    return " ".join((source or "").split())
+
+
+def _grade_id(cell) -> str | None:
+    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+
+
+def recover_cells(nb: NotebookNode, release: NotebookNode) -> tuple[NotebookNode, list]:
+    """``nb`` with the nbgrader cells of ``release`` found again; what was done.
+
+    A submission's nbgrader metadata is lost when a student copies the cells into a
+    fresh notebook or saves it with an editor that drops it; nbgrader then finds no
+    answer and no test, and scores 0. Cells are matched to the released ones, in
+    order: by their nbgrader ``grade_id``, by cell id, by their source (locked
+    cells, with whitespace folded, or the first line of a test cell), and an answer
+    cell by its place (the first unmatched code cell after the cell released before
+    it). A matched cell gets the released metadata back. A locked cell that is
+    missing (a deleted test) is put back from the release after the cell before it,
+    so deleting a test never raises a grade; nbgrader then restores its hidden part.
+    """
+    nb = copy.deepcopy(nb)
+    ref = [c for c in release.cells if _grade_id(c)]
+    ids = [_grade_id(c) for c in ref]
+    done: list[str] = []
+    where: dict[str, int] = {}  # grade_id -> index in nb.cells
+    for i, cell in enumerate(nb.cells):
+        gid = _grade_id(cell)
+        if gid is None:
+            continue
+        if gid in ids and gid not in where:
+            where[gid] = i
+        else:  # a copied cell, or one that no longer exists
+            del cell.metadata["nbgrader"]
+            done.append(f"removed the nbgrader metadata of a copy of cell {gid}")
+    taken = set(where.values())
+
+    def claim(gid: str, i: int, how: str) -> None:
+        cell, released = nb.cells[i], ref[ids.index(gid)]
+        cell.metadata["nbgrader"] = copy.deepcopy(released.metadata["nbgrader"])
+        where[gid], _ = i, taken.add(i)
+        done.append(f"cell {gid}: nbgrader metadata recovered ({how})")
+
+    by_id = {c.get("id"): _grade_id(c) for c in ref if c.get("id")}
+    for i, cell in enumerate(nb.cells):
+        gid = by_id.get(cell.get("id"))
+        if i not in taken and gid and gid not in where:
+            if cell.cell_type == ref[ids.index(gid)].cell_type:
+                claim(gid, i, "cell id")
+    for released in ref:
+        gid, meta = _grade_id(released), released.metadata["nbgrader"]
+        if gid in where or meta.get("solution"):
+            continue
+        first = released.source.splitlines()[0] if released.source else ""
+        for i, cell in enumerate(nb.cells):
+            if i in taken or cell.cell_type != released.cell_type:
+                continue
+            same = _normal(cell.source) == _normal(released.source)
+            test = meta.get("grade") and first.startswith("# Test")
+            if same or (test and cell.source.splitlines()[:1] == [first]):
+                claim(gid, i, "source")
+                break
+    for k, released in enumerate(ref):
+        gid = _grade_id(released)
+        if gid in where or not released.metadata["nbgrader"].get("solution"):
+            continue
+        before = [where[g] for g in ids[:k] if g in where]
+        after = [where[g] for g in ids[k + 1 :] if g in where]
+        low, high = (
+            (max(before) if before else -1),
+            (min(after) if after else len(nb.cells)),
+        )
+        for i in range(low + 1, high):
+            if i not in taken and nb.cells[i].cell_type == released.cell_type:
+                claim(gid, i, "place")
+                break
+        else:
+            done.append(f"cell {gid}: NO ANSWER FOUND (its tests score 0)")
+    # put back the locked cells that are missing, in the released order
+    for k, released in enumerate(ref):
+        gid = _grade_id(released)
+        if gid in where or released.metadata["nbgrader"].get("solution"):
+            continue
+        before = [where[g] for g in ids[:k] if g in where]
+        at = max(before) + 1 if before else 0
+        cell = copy.deepcopy(released)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cell["id"] = f"restored-{gid}"[:64]
+        nb.cells.insert(at, cell)
+        where = {g: (i + 1 if i >= at else i) for g, i in where.items()}
+        where[gid] = at
+        taken = set(where.values())
+        if released.metadata["nbgrader"].get("grade"):
+            done.append(f"cell {gid}: missing (deleted?), put back from the release")
+    return nb, done
+
+
+def _release_of(resources: dict) -> NotebookNode | None:
+    course, ids = _course_of(resources), resources.get("nbgrader") or {}
+    if course is None or not ids.get("assignment") or not ids.get("notebook"):
+        return None
+    path = course / "release" / ids["assignment"] / f"{ids['notebook']}.ipynb"
+    return nbformat.read(path, as_version=4) if path.is_file() else None
+
+
+class RecoverCells(NbGraderPreprocessor):
+    """Before nbgrader's checks: lost metadata recovered, deleted tests put back."""
+
+    def preprocess(self, nb, resources):
+        release = _release_of(resources)
+        if release is None:
+            return nb, resources
+        nb, done = recover_cells(nb, release)
+        ids = resources["nbgrader"]
+        for text in done:
+            note(_course_of(resources), ids["assignment"], ids["student"], text)
+        return nb, resources
+
+
+class RestoreCells(OverwriteCells):
+    """nbgrader's OverwriteCells, which says only what a student changed.
+
+    Every test cell differs from the gradebook's by its hidden tests, which nbgrader
+    reports as a changed checksum (one warning per test cell per student). Here a
+    cell that is as released restores silently; an edited one is noted for the
+    instructor, with the student's name, and restored as nbgrader does.
+    """
+
+    def preprocess(self, nb, resources):
+        release = _release_of(resources)
+        cells = release.cells if release is not None else []
+        self._released = {_grade_id(c): c.source for c in cells if _grade_id(c)}
+        self._resources = resources
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        gid = _grade_id(cell)
+        released = self._released.get(gid)
+        same = released is not None and _normal(released) == _normal(cell.source)
+        self._as_released = same
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and self._as_released:
+            return
+        ids, course = self._resources["nbgrader"], _course_of(self._resources)
+        what = "edited" if attr == "checksum" else f"changed its {attr}"
+        text = f"cell {name}: {what}; restored from the source"
+        if course is not None:
+            note(course, ids["assignment"], ids["student"], text)
+        else:
+            self.log.warning("%s: %s", ids.get("student"), text)
+
+
+COPY_SUFFIX = re.compile(r"(\s*\(\d+\)|[-_ ]\d{1,2}|[-_ ]?copy\d*|[-_ ]?kopie)$", re.I)
+
+
+def _name_variants(stem: str) -> set[str]:
+    """``stem`` and what is left of it without the copy marks a download or a platform
+    adds ('assignment1 (1)', 'assignment1-2', 'Assignment1 copy'), letters and
+    digits only, lower case."""
+    names, stem = {stem}, stem.strip()
+    for _ in range(3):
+        stem = COPY_SUFFIX.sub("", stem).strip()
+        names.add(stem)
+    return {re.sub(r"[^a-z0-9]", "", n.lower()) for n in names}
+
+
+def match_notebook(folder: Path, expected: str) -> tuple[Path | None, str]:
+    """The notebook in ``folder`` that stands for ``expected``.ipynb, and why, in words.
+
+    The exact name, else the one notebook whose name is ``expected`` up to case,
+    spaces and a copy mark, else the only notebook there is; of several candidates,
+    the newest. None (and what was found) when nothing fits.
+    """
+    exact = folder / f"{expected}.ipynb"
+    if exact.is_file():
+        return exact, ""
+    found = [p for p in folder.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
+    notebooks = sorted(found)
+    target = re.sub(r"[^a-z0-9]", "", expected.lower())
+    matches = [p for p in notebooks if target in _name_variants(p.stem)]
+    if not matches and len(notebooks) == 1:
+        only = notebooks[0]
+        return only, f"the only notebook, {only.name!r}, graded as {exact.name}"
+    if not matches:
+        found = ", ".join(repr(p.name) for p in notebooks) or "no notebook"
+        return None, f"NOT GRADED: no {exact.name} in the submission (found {found})"
+    newest = max(matches, key=lambda p: (p.stat().st_mtime, p.name))
+    text = f"{newest.name!r} graded as {exact.name}"
+    if len(matches) > 1:
+        others = ", ".join(repr(p.name) for p in matches if p != newest)
+        text += f" (the newest; also found {others})"
+    return newest, text
+
+
+def expected_notebooks(course: Path, assignment: str) -> list[str]:
+    """The notebooks of ``assignment``, by name without .ipynb."""
+    for stage in ("release", "source"):
+        names = sorted(p.stem for p in (course / stage / assignment).glob("*.ipynb"))
+        if names:
+            return names
+    return []
+
+
+def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
+    """Give each submitted notebook its expected name; {student: what was done}
+    (every student, a list that may be empty).
+
+    A notebook that is not valid JSON is set aside as ``NAME.ipynb.unreadable``, so
+    that nbgrader scores it 0 and grades the others.
+    """
+    done: dict[str, list[str]] = {}
+    expected = expected_notebooks(course, assignment)
+    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        done[student] = []
+        for name in expected:
+            path, text = match_notebook(folder, name)
+            if text:
+                done.setdefault(student, []).append(text)
+            if path is None:
+                continue
+            target = folder / f"{name}.ipynb"
+            if path != target:
+                path.rename(target)
+            try:
+                nbformat.read(target, as_version=4)
+            except Exception as err:  # nbformat raises several kinds
+                target.rename(target.with_name(target.name + ".unreadable"))
+                why = f"{type(err).__name__}: {str(err)[:200]}"
+                text = f"NOT GRADED: {target.name} is not a readable notebook ({why})"
+                done.setdefault(student, []).append(text)
+    return done

@@ -1,0 +1,437 @@
+"""The bubblewrap sandbox a submission runs in (issue #29).
+
+Grading runs the students' code. nbgrader alone runs it as the instructor, in the
+course folder, next to the assignment's source (every solution and hidden test), the
+gradebook and the other submissions. Here only the execution moves into a bubblewrap
+sandbox (``run_sandboxed``, called by autograde.SandboxedExecute). Inside the sandbox a
+submission sees:
+
+* a scratch copy of its own folder (no notebooks, no links), thrown away afterwards;
+* the Python environment (the venv, the Python it links to, ``aiayn_helpers``) and the
+  data a chapter needs, read-only; a private /tmp; nothing else of the machine;
+* no network (its own empty network namespace), its own PID namespace (nothing
+  outlives the sandbox), a time limit per cell and per notebook, a memory limit per
+  process, a limit on processes and on file sizes; run by root, it runs as ``nobody``.
+
+The notebook (with its hidden tests) reaches the sandbox on a pipe, never as a file,
+and comes back one cell at a time on another pipe (autograde.merge_outputs keeps only
+the outputs of the cells it sent).
+
+The interpreter runs at its real folder (``python()``): a venv reached through a
+symbolic link (``.venv -> /elsewhere/venv``) is bound at its real path, so the
+sandbox must not run the link.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+
+NOBODY = 65534  # the uid and gid a root instructor's sandbox runs as
+# what the sandbox keeps of the grader's environment (threads, hashing, CPU kernels)
+PASSED_ENV = (
+    "AIAYN_THREADS",
+    "PYTHONHASHSEED",
+    "OMP_NUM_THREADS",
+    "ATEN_CPU_CAPABILITY",
+)
+INSTALL = """\
+Grading runs the students' code, so `make grade` runs each submission in a
+bubblewrap sandbox, and bubblewrap {problem}.
+  Debian, Ubuntu:  sudo apt install bubblewrap
+  Fedora:          sudo dnf install bubblewrap
+  macOS:           no bubblewrap: grade in a Linux VM or container (Docker, Podman)
+  Windows:         in WSL, as on Linux
+(in a container, bubblewrap needs the right to create namespaces)
+To grade your own notebooks without a sandbox: make grade GRADE_FLAGS=--unsandboxed"""
+BROKEN = """\
+Grading runs the students' code, so `make grade` runs each submission in a
+bubblewrap sandbox. bubblewrap is installed, but {problem}.
+To grade your own notebooks without a sandbox: make grade GRADE_FLAGS=--unsandboxed"""
+
+
+def refusal(problem: str) -> str:
+    """What to tell the instructor when ``sandbox_problem()`` found ``problem``."""
+    missing = problem.startswith(("is not installed", "needs "))
+    return (INSTALL if missing else BROKEN).format(problem=problem)
+
+
+def python() -> str:
+    """The interpreter to run in the sandbox: this one, its folder resolved.
+
+    The sandbox binds the venv at its real path, so a venv reached through a link
+    (``.venv -> /elsewhere/venv``) must be run there too; the file itself stays the
+    venv's (resolving it would leave the venv for the Python it links to).
+    """
+    exe = Path(sys.executable)
+    return str(Path(os.path.realpath(exe.parent)) / exe.name)
+
+
+# Runs inside the sandbox: the notebook comes on stdin; each executed cell goes out as
+# one JSON line on the file descriptor argv[1]. The process is made non-dumpable so
+# that the kernel (same user) can neither read its memory nor open its descriptors.
+RUNNER = r"""
+import ctypes, json, os, sys
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+import nbformat
+from nbclient import NotebookClient
+out = os.fdopen(int(sys.argv[1]), "w")
+os.set_inheritable(out.fileno(), False)
+nb = nbformat.reads(sys.stdin.read(), as_version=4)
+sys.stdin.close()
+def send(cell, cell_index, execute_reply, **kw):  # as nbgrader's Execute does
+    reply = execute_reply["content"]
+    if reply["status"] == "error" and not any(
+        o.output_type == "error" and o.ename == reply["ename"] for o in cell.outputs
+    ):
+        cell.outputs.append(nbformat.v4.new_output(
+            "error", ename=reply["ename"], evalue=reply["evalue"],
+            traceback=reply["traceback"] or ["ERROR: (no traceback)"]))
+    frame = {"index": cell_index, "id": cell.get("id"), "outputs": cell.outputs,
+             "execution_count": cell.execution_count}
+    out.write(json.dumps(frame)[:1 << 24] + "\n")
+    out.flush()
+NotebookClient(
+    nb, timeout=int(sys.argv[2]), interrupt_on_timeout=True, allow_errors=True,
+    raise_on_iopub_timeout=True, record_timing=False, on_cell_executed=send,
+    extra_arguments=["--HistoryManager.hist_file=:memory:"],
+    resources={"metadata": {"path": os.getcwd()}},
+    error_on_timeout={
+        "ename": "CellTimeoutError", "evalue": "",
+        "traceback": ["CellTimeoutError: No reply from kernel before timeout"]},
+).execute()
+"""
+
+
+def _bytes(text: str) -> int:
+    """'4G', '512M', '1000000' -> bytes."""
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
+    if not m:
+        expected = "a size like 4G, 512M or a number of bytes"
+        raise ValueError(f"expected {expected}, got {text!r}")
+    return int(m[1]) * 1024 ** " KMG".index(m[2] or " ")
+
+
+def _read_only_paths(extra: list[str]) -> list[Path]:
+    """What the sandbox may read: the venv, its Python, the package and ``extra``."""
+    import importlib.util
+
+    paths = [
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(os.path.realpath(sys.executable)).parent,
+    ]
+    spec = importlib.util.find_spec("aiayn_helpers")
+    # the book's package (students have it as a wheel): not the repository
+    if spec and spec.origin:
+        paths.append(Path(spec.origin).parent)
+    paths += [Path(p) for p in extra if p]
+    return [p.resolve() for p in paths if p.exists()]
+
+
+def bwrap_command(
+    scratch: Path,
+    read_only: list[Path],
+    *,
+    memory: int,
+    processes: int,
+    file_size: int,
+    tmp_size: int,
+    env: dict[str, str] | None = None,
+) -> list[str]:
+    """The bubblewrap command line that runs what follows it in a sandbox.
+
+    ``scratch`` (read-write) appears as /submission, the working directory; each of
+    ``read_only`` at its own path; /usr and the loader's files read-only; a private
+    /tmp of ``tmp_size`` bytes. The limits apply inside (prlimit): ``memory`` bytes of
+    address space per process, ``processes`` tasks, files of at most ``file_size``.
+    """
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise FileNotFoundError("bwrap")
+    cmd = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+    ]
+    cmd += [
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
+    cmd += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            cmd += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            cmd += ["--ro-bind", str(path), str(path)]
+    for name in (
+        "ld.so.cache",
+        "ld.so.conf",
+        "ld.so.conf.d",
+        "localtime",
+        "nsswitch.conf",
+    ):
+        if (Path("/etc") / name).exists():
+            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    cmd += ["--size", str(tmp_size), "--perms", "1777", "--tmpfs", "/tmp"]
+    made = {Path("/"), Path("/tmp")}
+    bound: list[Path] = [Path("/usr")]
+    for path in sorted(set(read_only), key=lambda p: len(p.parts)):
+        if any(path.is_relative_to(b) for b in bound):
+            continue  # already inside a read-only bind
+        for parent in reversed(path.parents):
+            # bwrap makes missing parents 0700, which nobody could enter
+            if parent not in made:
+                cmd += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+        cmd += ["--ro-bind", str(path), str(path)]
+        bound.append(path)
+    cmd += [
+        "--bind",
+        str(scratch),
+        "/submission",
+        "--chdir",
+        "/submission",
+        "--clearenv",
+    ]
+    environment = {
+        "HOME": "/tmp",
+        "PATH": f"{Path(python()).parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "USER": "student",
+        "TMPDIR": "/tmp",
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NBGRADER_EXECUTION": "autograde",
+        **(env or {}),
+    }
+    for key, value in environment.items():
+        cmd += ["--setenv", key, value]
+    if os.geteuid() == 0:  # root has no RLIMIT_NPROC and reads root's files: be nobody
+        cmd += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "setpriv"]
+        cmd += [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        cmd += ["--inh-caps=-all", "--bounding-set=-all"]
+    else:
+        cmd += ["--"]
+    cmd += [
+        "prlimit",
+        f"--as={memory}",
+        f"--nproc={processes}",
+        f"--fsize={file_size}",
+        "--",
+    ]
+    return cmd
+
+
+@functools.cache
+def sandbox_problem() -> str | None:
+    """None when a sandbox can run Python here; else what is wrong, in words."""
+    if shutil.which("bwrap") is None:
+        return "is not installed (no bwrap on PATH)"
+    for tool in ("prlimit", "setpriv") if os.geteuid() == 0 else ("prlimit",):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (util-linux), which is not installed"
+    with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
+        if os.geteuid() == 0:
+            os.chown(tmp, NOBODY, NOBODY)
+        cmd = bwrap_command(
+            Path(tmp),
+            _read_only_paths([]),
+            memory=2 << 30,
+            processes=64,
+            file_size=1 << 20,
+            tmp_size=1 << 20,
+        )
+        try:
+            done = subprocess.run(
+                [*cmd, python(), "-c", "import sys"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"could not start a sandbox ({err})"
+    if done.returncode != 0:
+        why = done.stderr.strip()[-500:]
+        return f"could not start a sandbox (exit {done.returncode}: {why})"
+    return None
+
+
+def too_little_memory(memory: int, processes: int) -> str | None:
+    """None when PyTorch imports in a sandbox with these limits; else what to do.
+
+    A CUDA build of PyTorch maps large libraries, which count as address space.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
+        if os.geteuid() == 0:
+            os.chown(tmp, NOBODY, NOBODY)
+        limits = {"file_size": 1 << 20, "tmp_size": 64 << 20}
+        cmd = bwrap_command(
+            Path(tmp),
+            _read_only_paths([]),
+            memory=memory,
+            processes=processes,
+            **limits,
+        )
+        code = "import torch; torch.ones(3).sum()"
+        done = subprocess.run(
+            [*cmd, python(), "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    if done.returncode == 0:
+        return None
+    last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+    return (
+        f"PyTorch does not import in a sandbox with --memory {memory >> 20}M "
+        f"and --processes {processes} ({last}): raise them, e.g. --memory 16G"
+    )
+
+
+def _through_link(base: Path, relative: Path) -> bool:
+    """Whether ``base / relative`` is, or passes through, a symbolic link."""
+    for depth in range(1, len(relative.parts) + 1):
+        if (base / Path(*relative.parts[:depth])).is_symlink():
+            return True
+    return False
+
+
+def _copy_files(src: Path, dest: Path, submitted: Path | None = None) -> None:
+    """Regular files of ``src`` into ``dest``: no notebooks (tests), no links.
+
+    nbgrader copies a submission's files into ``src`` following links, so a file
+    that is a link in the ``submitted`` folder (to the source, say) is left out too.
+    """
+    for folder, dirs, files in os.walk(src):
+        here = Path(folder)
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+        for name in files:
+            path = here / name
+            if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
+                continue
+            if submitted and _through_link(submitted, path.relative_to(src)):
+                continue
+            target = dest / path.relative_to(src)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+
+
+def run_sandboxed(
+    nb: nbformat.NotebookNode,
+    files: Path | None = None,
+    submitted: Path | None = None,
+    *,
+    cell_timeout: int = 60,
+    notebook_timeout: int = 600,
+    memory: int = 4 << 30,
+    processes: int = 256,
+    file_size: int = 256 << 20,
+    tmp_size: int = 512 << 20,
+    max_output: int = 64 << 20,
+    read_only: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[list[dict], str, str]:
+    """Execute ``nb`` in a sandbox whose /submission is a scratch copy of ``files``
+    (less what is a link in ``submitted``, the student's own folder).
+
+    Returns the frames (one per executed cell: index, id, outputs, execution_count),
+    why cells may be missing ("" when the run ended normally) and the sandbox's log.
+    """
+    with tempfile.TemporaryDirectory(prefix="aiayn-grade-") as tmp:
+        scratch, log_path = Path(tmp) / "submission", Path(tmp) / "log"
+        scratch.mkdir()
+        if files is not None:
+            _copy_files(files, scratch, submitted)
+        if os.geteuid() == 0:
+            for path in (scratch, *scratch.rglob("*")):
+                os.chown(path, NOBODY, NOBODY)
+        cmd = bwrap_command(
+            scratch,
+            _read_only_paths(read_only or []),
+            memory=memory,
+            processes=processes,
+            file_size=file_size,
+            tmp_size=tmp_size,
+            env=env,
+        )
+        read_end, write_end = os.pipe()
+        chunks: list[bytes] = []
+        too_much = threading.Event()
+
+        def read_frames() -> None:
+            size = 0
+            with os.fdopen(read_end, "rb") as pipe:
+                while chunk := pipe.read(1 << 16):
+                    size += len(chunk)
+                    if size > max_output:
+                        too_much.set()
+                        return
+                    chunks.append(chunk)
+
+        reader = threading.Thread(target=read_frames, daemon=True)
+        reader.start()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [*cmd, python(), "-c", RUNNER, str(write_end), str(cell_timeout)],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_end,),
+            )
+            os.close(write_end)
+            reason = ""
+            try:
+                proc.stdin.write(nbformat.writes(nb).encode())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            deadline = time.monotonic() + notebook_timeout
+            try:
+                while proc.poll() is None:
+                    if too_much.wait(timeout=0.2):
+                        mib = max_output >> 20
+                        reason = f"the notebook wrote more than {mib} MiB of output"
+                        break
+                    if time.monotonic() > deadline:
+                        limit = f"{notebook_timeout} s"
+                        reason = f"the notebook ran past its time limit ({limit})"
+                        break
+            finally:
+                proc.kill()  # bwrap; --die-with-parent takes the whole sandbox with it
+                proc.wait()
+        reader.join(timeout=10)
+        if not reason and proc.returncode != 0:
+            code = proc.returncode
+            reason = f"the sandbox stopped (exit {code}) before this cell ran"
+        frames = []
+        for line in b"".join(chunks).split(b"\n"):
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(frame, dict):
+                frames.append(frame)
+        log_text = log_path.read_bytes()[-20000:].decode(errors="replace")
+    return frames, reason, log_text
