@@ -428,3 +428,125 @@ def test_quiz_survives_a_mathjax_that_has_not_loaded(context, server, page_path)
     )
     page.close()
     assert not errors, f"JavaScript errors on {page_path} before MathJax loaded: {errors}"
+
+
+# ---------------------------------------------------------------------------- layout: laptop and phone
+
+LAYOUT_VIEWPORTS = {"laptop": (1280, 900), "phone": (390, 844)}
+_JS_LAYOUT = """() => {
+  const vw = document.documentElement.clientWidth;
+  const cells = Array.from(document.querySelectorAll('.cell_input pre'));
+  return {
+    viewport: vw,
+    page: document.documentElement.scrollWidth,
+    code_cells: cells.length,
+    scrolling: cells.filter(p => p.scrollWidth > p.clientWidth + 1).map(
+      p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b).slice(0, 60)),
+    search_boxes: Array.from(document.querySelectorAll('.search-button-field')).filter(
+      e => e.offsetParent !== null).length,
+  };
+}"""
+
+
+@pytest.fixture(scope="module")
+def layouts(browser, server):
+    """Every page at a laptop's 1280x900 and a phone's 390x844: what _JS_LAYOUT measures."""
+    out = {}
+    for name, (width, height) in LAYOUT_VIEWPORTS.items():
+        context = browser.new_context(viewport={"width": width, "height": height})
+        context.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
+        page = context.new_page()
+        for page_path in PAGES:
+            page.goto(server + page_path, wait_until="load")
+            page.evaluate(_JS_WAIT)
+            out[name, page_path] = page.evaluate(_JS_LAYOUT)
+        context.close()
+    return out
+
+
+@pytest.mark.parametrize("viewport", list(LAYOUT_VIEWPORTS))
+def test_no_page_is_wider_than_the_screen(layouts, viewport):
+    """Issue #37: no page scrolls sideways on a 1280 px laptop or a 390 px phone
+    (book/_static/aiayn.css wraps inline code and signatures; wide blocks scroll inside)."""
+    if not PAGES:
+        pytest.skip(f"no built site in {SITE}: run `make book`")
+    wide = {p: r["page"] for (v, p), r in layouts.items() if v == viewport and r["page"] > r["viewport"]}
+    assert not wide, f"pages wider than {LAYOUT_VIEWPORTS[viewport][0]} px (their width): {wide}"
+
+
+def test_no_code_cell_scrolls_sideways_on_a_laptop(layouts):
+    """At 1280 px every code cell of every chapter shows its 88 columns without a scrollbar."""
+    chapters = [p for (v, p) in layouts if v == "laptop" and p in CHAPTERS]
+    if not chapters:
+        pytest.skip(f"no built site in {SITE}: run `make book`")
+    assert sum(layouts["laptop", p]["code_cells"] for p in chapters) > 100  # the check has cells to check
+    scrolling = {p: layouts["laptop", p]["scrolling"] for p in chapters if layouts["laptop", p]["scrolling"]}
+    assert not scrolling, f"code cells that scroll sideways at 1280 px (their longest line): {scrolling}"
+
+
+def test_one_search_box(layouts):
+    """One search field on a laptop's page (the theme used to add a second in a header bar)."""
+    if not PAGES:
+        pytest.skip(f"no built site in {SITE}: run `make book`")
+    counts = {
+        p: r["search_boxes"] for (v, p), r in layouts.items() if v == "laptop" and p in CHAPTERS + ["book/intro.html"]
+    }
+    assert counts and set(counts.values()) == {1}, counts
+
+
+def _explorer(browser, server, width, height):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
+    page = context.new_page()
+    page.goto(server + "book/attention_explorer.html", wait_until="load")
+    page.wait_for_selector("#ae-map rect.ae-cell")
+    return context, page
+
+
+def test_attention_explorer_map_is_in_the_first_screen(browser, server):
+    """At 1280x900 the enlarged map of the first sentence is wholly visible without scrolling,
+    beside every head of its layer and the colour scale."""
+    context, page = _explorer(browser, server, 1280, 900)
+    box = page.locator("#ae-map").bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 900, (
+        f"the map spans y={box['y']:.0f} to {box['y'] + box['height']:.0f}"
+    )
+    data = page.evaluate("() => window.ATTENTION_EXPLORER")
+    assert page.locator("#ae-heads button").count() == data["heads"]
+    legend = page.locator("#ae-legend svg")
+    assert "Colour scale" in legend.get_attribute("aria-label")
+    assert legend.locator("text").all_text_contents() == ["0", "0.25", "0.5", "0.75", "1"]
+    context.close()
+
+
+def test_attention_explorer_reads_by_keyboard_and_as_a_table(browser, server):
+    """Tab to the map, arrow keys move a cursor whose weight the live region reads; the table
+    holds every weight of the enlarged map; a head's small map enlarges it; heads count from 0."""
+    context, page = _explorer(browser, server, 390, 844)
+    data = page.evaluate("() => window.ATTENTION_EXPLORER")
+    record = data["records"][0]
+    name = lambda token: token.replace("\u2581", "_")  # noqa: E731
+    weight = lambda w: f"{w / data['scale']:.2f}"  # noqa: E731
+    page.select_option("#ae-kind", "cross")
+    page.select_option("#ae-layer", "1")
+    page.locator("#ae-heads button[data-head='2']").click()
+    assert page.get_attribute("#ae-map", "data-head") == "2"
+    assert page.get_attribute("#ae-heads button[data-head='2']", "aria-pressed") == "true"
+    stored = record["maps"]["cross"][1][2]
+    page.focus("#ae-map")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    expected = f"{name(record['output'][1])} \u2192 {name(record['source'][2])}: {weight(stored[1][2])}"
+    assert page.text_content("#ae-hover") == expected
+    table = page.eval_on_selector_all(
+        "#ae-table tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.textContent))"
+    )
+    assert table == [[name(q)] + [weight(w) for w in row] for q, row in zip(record["output"], stored)]
+    assert "layer 2, head 2" in page.text_content("#ae-table caption")
+    heads = page.eval_on_selector_all("#ae-head option", "os => os.map(o => o.textContent)")
+    assert heads == [f"head {h}" for h in range(data["heads"])]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the long menu fits a phone
+    context.close()
+    chapter8 = (ROOT / "notebooks" / "08_using_the_model.ipynb").read_text(encoding="utf-8")
+    assert "layer 1 head 0:" in chapter8 and "layer 0" not in chapter8  # chapter 8 counts the same way

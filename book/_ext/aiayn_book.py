@@ -26,6 +26,13 @@ Sphinx assigns its numbers, every exercise of ``notebooks/NN_*`` becomes ``N.k``
 3. A fix for a script that Jupyter Book 1 emits twice on notebook pages
 (sphinx-thebe's `const THEBE_JS_URL = ...`): the second copy is a JavaScript
 error ("Identifier 'THEBE_JS_URL' has already been declared") on every page.
+
+4. The site's layout (``book/_static/aiayn.css``, on every page) and one search box:
+pydata-sphinx-theme 0.17 puts a search field in the page header unless
+``navbar_persistent`` is set, and sphinx-book-theme already has one at the top of its
+sidebar, so a reader saw two; setting it empty keeps the sidebar's (and the small search
+button of a phone's article header). Jupyter Book 1 does not pass theme options through
+``_config.yml``'s ``html:`` section, so it is set here.
 """
 
 from __future__ import annotations
@@ -229,7 +236,16 @@ def _number_exercises_by_chapter(app, env):
     return []
 
 
+def _one_search_box(app, config):
+    """No search field in the page header: the sidebar's is the one (see the docstring)."""
+    options = dict(config.html_theme_options or {})
+    options.setdefault("navbar_persistent", [])
+    config.html_theme_options = options
+
+
 def setup(app):
+    app.connect("config-inited", _one_search_box)
+    app.add_css_file("aiayn.css")
     app.add_directive("notebook-times", NotebookTimes)
     app.add_directive("syllabus", Syllabus)
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
