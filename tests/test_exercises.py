@@ -39,7 +39,15 @@ import make_student  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
-# Typical wrong answers, at least two per chapter: (exercise, [(in the solution, replaced by), ...]).
+# exercise 3.1's attention step in the solution, replaced by hand-written attention in its slips
+_SDPA_03 = (
+    "heads, _ = ah.scaled_dot_product_attention(\n    split(ours.w_q(x)), split(ours.w_k(x)), split(ours.w_v(x))\n)"
+)
+_SDPA_03_QKV = "q, k, v = (split(ours.w_q(x)), split(ours.w_k(x)), split(ours.w_v(x)))\n"
+
+# Typical wrong answers, at least two per chapter: (exercise, [(in the solution, replaced by), ...], the message
+# it must get). Every slip of issue #36 is here, with the message that names it; an entry without a message
+# only has to be reported wrong.
 WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
     "00_a_first_look.ipynb": [
         ("ch00-ex1", [("share_embeddings=True", "share_embeddings=False")]),  # three vocabulary matrices
@@ -53,12 +61,98 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch02-ex4", [('~bool_mask, float("-inf")', "~bool_mask, -1.0")]),  # not -inf
     ],
     "03_multi_head_attention.ipynb": [
-        ("ch03-ex1", [("t.view(B, T, h, d_k).transpose(1, 2)", "t.view(B, h, T, d_k)")]),  # split: no transpose
-        ("ch03-ex1", [("heads.transpose(1, 2).reshape(B, T, d_model)", "heads.reshape(B, T, d_model)")]),  # merge
-        ("ch03-ex2", [("ours.w_o.weight[:, idx]", "ours.w_o.weight[idx]")]),  # permutes the rows of W^O
-        ("ch03-ex2", [("order = [2, 1, 0, 3]", "order = [1, 0, 2, 3]")]),  # other heads swapped
-        ("ch03-ex3", [("key_padding_mask=~keep[:, 0, 0]", "key_padding_mask=keep[:, 0, 0]")]),  # PyTorch's convention
-        ("ch03-ex4", [("scores = q4[0, 0] @ k4[0, 0].T", "scores = x4[0] @ x4[0].T")]),  # the inputs, not a head
+        (
+            "ch03-ex1",
+            [("t.view(B, T, h, d_k).transpose(1, 2)", "t.view(B, h, T, d_k)")],
+            "split into heads by a single view",
+        ),
+        (
+            "ch03-ex1",
+            [("heads.transpose(1, 2).reshape(B, T, d_model)", "heads.reshape(B, T, d_model)")],
+            "the heads are merged by a reshape to (batch, T, d_model) straight from",
+        ),
+        (
+            "ch03-ex1",
+            [
+                (
+                    "by_hand = ours.w_o(heads.transpose(1, 2).reshape(B, T, d_model))",
+                    "by_hand = heads.transpose(1, 2).reshape(B, T, d_model)",
+                )
+            ],
+            "output projection w_o is not applied",
+        ),
+        (
+            "ch03-ex1",
+            [(_SDPA_03, _SDPA_03_QKV + "heads = (q @ k.transpose(-2, -1)).softmax(-1) @ v")],
+            "not divided by sqrt(d_k)",
+        ),
+        (
+            "ch03-ex1",
+            [(_SDPA_03, _SDPA_03_QKV + "heads = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(-2) @ v")],
+            "softmax runs over the queries (dim -2)",
+        ),
+        (
+            "ch03-ex1",
+            [
+                (
+                    _SDPA_03,
+                    _SDPA_03.replace("ours.w_q(x)", "x @ ours.w_q.weight + ours.w_q.bias")
+                    .replace("ours.w_k(x)", "x @ ours.w_k.weight + ours.w_k.bias")
+                    .replace("ours.w_v(x)", "x @ ours.w_v.weight + ours.w_v.bias"),
+                )
+            ],
+            "multiplied by w_q, w_k and w_v's weights as stored (x @ W",
+        ),
+        (
+            "ch03-ex1",
+            [
+                (
+                    _SDPA_03,
+                    _SDPA_03.replace("ours.w_q(x)", "x @ ours.w_q.weight.T")
+                    .replace("ours.w_k(x)", "x @ ours.w_k.weight.T")
+                    .replace("ours.w_v(x)", "x @ ours.w_v.weight.T"),
+                )
+            ],
+            "the biases of w_q, w_k and w_v are left out",
+        ),
+        (
+            "ch03-ex1",
+            [
+                ("t.view(B, T, h, d_k).transpose(1, 2)", "t.view(B, h, T, d_k)"),
+                (
+                    "by_hand = ours.w_o(heads.transpose(1, 2).reshape(B, T, d_model))",
+                    "by_hand = heads.transpose(1, 2).reshape(B, T, d_model)",
+                ),
+            ],
+            "single view to (batch, h, T, d_k), which deals the features of several positions out to one head and the "
+            "output projection w_o is not applied",
+        ),  # two slips, both named
+        ("ch03-ex1", [("by_hand = ours.w_o(", "by_hand = 2 * ours.w_o(")], "Follow the module step by step"),  # no slip
+        ("ch03-ex2", [("ours.w_o.weight[:, idx]", "ours.w_o.weight[idx]")], "the rows of w_o.weight (its outputs) are"),
+        ("ch03-ex2", [("order = [2, 1, 0, 3]", "order = [1, 0, 2, 3]")], "heads 0 and 1 are swapped, not 0 and 2"),
+        (
+            "ch03-ex2",
+            [("getattr(ours, name).bias[idx]", "getattr(ours, name).bias")],
+            "the biases of w_q, w_k and w_v are not permuted with their rows",
+        ),
+        (
+            "ch03-ex2",
+            [("getattr(swapped, name).bias.copy_(getattr(ours, name).bias[idx])", "pass")],
+            "the biases of w_q, w_k and w_v are not copied from ours",
+        ),  # nonzero biases: a forgotten one shows
+        ("ch03-ex3", [("key_padding_mask=~keep[:, 0, 0]", "key_padding_mask=keep[:, 0, 0]")], "True = blocked"),
+        ("ch03-ex4", [("scores = q4[0, 0] @ k4[0, 0].T", "scores = x4[0] @ x4[0].T")], "a rank of 20 is full rank"),
+        (
+            "ch03-ex4",
+            [("scores = q4[0, 0] @ k4[0, 0].T", "scores = narrow.w_q(x4)[0] @ narrow.w_k(x4)[0].T")],
+            "a rank of 20 is full rank",
+        ),  # another way to 20: the same property, no named computation
+        # last: it edits ours in place, as the issue's student did
+        (
+            "ch03-ex2",
+            [("swapped = ah.MultiHeadAttention(d_model, h).double().eval()", "swapped = ours")],
+            "swapped is ours, or shares its tensors",
+        ),
     ],
     "04_positional_encoding.ipynb": [
         ("ch04-ex1", [("shift_matrix(-5, 64), shift_matrix(5, 64)", "shift_matrix(5, 64), shift_matrix(5, 64)")]),
@@ -565,7 +659,7 @@ def test_every_exercise_has_a_stub_and_a_check(path):
     stubs = [c.source for c in student.cells if c.id.startswith("stub-")]
     assert all("= ..." in s for s in stubs), "every answer cell names what the check reads, set to ..."
     assert path.name in WRONG and len(WRONG[path.name]) >= 2, "at least two typical wrong answers per chapter"
-    untested = set(labels) - {label for label, _ in WRONG[path.name]}
+    untested = set(labels) - {entry[0] for entry in WRONG[path.name]}
     assert not untested, f"checks never fed a wrong answer: {sorted(untested)}"
 
 
@@ -616,7 +710,7 @@ def test_right_answers_pass_and_wrong_ones_are_reported(path):
             text = "".join(o.get("text", "") for o in outputs)
             assert f"○ {exercise_name(label)}: not answered yet" in text, f"{label} unanswered: {outputs}"
 
-        for label, changes in WRONG[path.name]:
+        for label, changes, *message in WRONG[path.name]:
             wrong = solutions[label]
             for old, new in changes:
                 assert old in wrong, f"{label}: {old!r} is not in the solution any more"
@@ -628,6 +722,8 @@ def test_right_answers_pass_and_wrong_ones_are_reported(path):
             assert errors, f"{label}: the wrong answer {changes} passed its check"
             assert errors[-1].ename == "WrongAnswer", f"{label} {changes}: {errors[-1].ename}: {errors[-1].evalue}"
             assert f"✗ {exercise_name(label)}: not right" in errors[-1].evalue
+            if message:
+                assert message[0] in errors[-1].evalue, f"{label} {changes}: told {errors[-1].evalue!r}"
 
 
 # ------------------------------------------------------- check cells give nothing away

@@ -288,13 +288,17 @@ def test_search_finds_the_chapter(context, server, page_path):
 
 
 def _quiz_questions(nb) -> list[dict]:
-    """The questions of the chapter's jupyterquiz cell (tagged exercise-quiz), read from its source."""
+    """The questions of the chapter's jupyterquiz cell (tagged exercise-quiz), read from its source
+    (a list, or the encoded JSON that aiayn_helpers.exercises.decode reads)."""
     import ast
+
+    from aiayn_helpers.exercises import decode
 
     for cell in nb.cells:
         if cell.cell_type == "code" and "exercise-quiz" in cell.metadata.get("tags", []):
             call = next(n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call) and n.args)
-            return ast.literal_eval(call.args[0])
+            questions = ast.literal_eval(call.args[0])
+            return json.loads(decode(questions)) if isinstance(questions, str) else questions
     return []
 
 
@@ -442,6 +446,8 @@ _JS_LAYOUT = """() => {
     code_cells: cells.length,
     scrolling: cells.filter(p => p.scrollWidth > p.clientWidth + 1).map(
       p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b).slice(0, 60)),
+    wide_blocks: Array.from(document.querySelectorAll('.pst-scrollable-table-container, div.highlight pre')).filter(
+      b => !b.closest('.cell_output') && b.scrollWidth > b.clientWidth + 1).map(b => b.textContent.trim().slice(0, 60)),
     search_boxes: Array.from(document.querySelectorAll('.search-button-field')).filter(
       e => e.offsetParent !== null).length,
   };
@@ -482,6 +488,14 @@ def test_no_code_cell_scrolls_sideways_on_a_laptop(layouts):
     assert sum(layouts["laptop", p]["code_cells"] for p in chapters) > 100  # the check has cells to check
     scrolling = {p: layouts["laptop", p]["scrolling"] for p in chapters if layouts["laptop", p]["scrolling"]}
     assert not scrolling, f"code cells that scroll sideways at 1280 px (their longest line): {scrolling}"
+
+
+@pytest.mark.parametrize("page_path", ["book/results.html", "book/intro.html"])
+def test_tables_and_code_blocks_fit_a_laptop(layouts, page_path):
+    """The results page's tables (its BLEU column was cut off) and the pages' code blocks fit 1280 px."""
+    if ("laptop", page_path) not in layouts:
+        pytest.skip(f"{page_path} is not in the built site")
+    assert not layouts["laptop", page_path]["wide_blocks"]
 
 
 def test_one_search_box(layouts):
@@ -550,3 +564,22 @@ def test_attention_explorer_reads_by_keyboard_and_as_a_table(browser, server):
     context.close()
     chapter8 = (ROOT / "notebooks" / "08_using_the_model.ipynb").read_text(encoding="utf-8")
     assert "layer 1 head 0:" in chapter8 and "layer 0" not in chapter8  # chapter 8 counts the same way
+
+
+def test_printing_wraps_code_and_output_instead_of_cutting_it(browser, server):
+    """Printed (print media, A4-wide page), chapter 8's widest code and output lines wrap:
+    no pre block is wider than the box it is printed in."""
+    page_path = "notebooks/08_using_the_model.html"
+    if page_path not in PAGES:
+        pytest.skip(f"{page_path} is not in the built site")
+    context = browser.new_context(viewport={"width": 794, "height": 1123})  # A4 at 96 dpi
+    context.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
+    page = context.new_page()
+    page.goto(server + page_path, wait_until="load")
+    measure = "() => Array.from(document.querySelectorAll('pre')).filter(p => p.scrollWidth > p.clientWidth + 1).length"
+    on_screen = page.evaluate(measure)
+    page.emulate_media(media="print")
+    printed = page.evaluate(measure)
+    context.close()
+    assert on_screen > 0  # on screen some blocks scroll sideways, so the check has something to check
+    assert printed == 0, f"{printed} pre blocks would be cut off on paper"
