@@ -16,6 +16,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import make_student  # noqa: E402
+import set_repository_url  # noqa: E402
 
 from aiayn_helpers.exercises import exercise_name  # noqa: E402
 
@@ -80,11 +81,7 @@ def test_everything_else_is_kept(edition, path):
     original = nbformat.read(path, as_version=4)
     student = nbformat.read(out / "notebooks" / path.name, as_version=4)
     solutions = set(solution_code(original))
-    kept = [
-        make_student.student_code(c.source)
-        for c in original.cells
-        if c.cell_type == "code" and c.source.strip() not in solutions
-    ]
+    kept = [c.source for c in original.cells if c.cell_type == "code" and c.source.strip() not in solutions]
     assert [c.source for c in student.cells if c.cell_type == "code" and not STUB.search(c.source)] == kept
     exercises = re.findall(r":label:\s*(ch\w+-ex\w+)", "\n".join(c.source for c in original.cells))
     student_md = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
@@ -96,8 +93,10 @@ def test_student_site_config(edition):
     out, _ = edition
     config = yaml.safe_load((out / "_config.yml").read_text())
     assert config["sphinx"]["config"]["hide_solutions"] is True
-    assert not config["launch_buttons"]["colab_url"], "Colab would open the notebooks with solutions"
-    assert config["html"]["use_repository_button"] is False and "repository" not in config
+    # Colab and Binder open the published student branch (tests/test_editions.py opens each link's file)
+    assert config["repository"]["branch"] == make_student.STUDENT_BRANCH == "student"
+    assert config["launch_buttons"]["colab_url"] and config["launch_buttons"]["binderhub_url"]
+    assert config["html"]["use_repository_button"] is False
     assert "instructor_guide" not in (out / "_toc.yml").read_text()
     assert not (out / "book" / "instructor_guide.md").exists()
 
@@ -109,13 +108,30 @@ def _edition_text(out: Path) -> dict[str, str]:
 
 
 def test_student_edition_has_no_path_to_the_solutions(edition):
+    """The repository is named only where the package is installed at the release tag, and in the
+    site's configuration of its launch buttons, which open the branch without solutions."""
     out, _ = edition
     texts = _edition_text(out)
     assert not (out / "book" / "autograder").exists(), "the assignments' sources (solutions, hidden tests)"
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     for name, text in texts.items():
-        assert "git+https" not in text and "git clone" not in text, f"{name} points to the repository"
-        assert "github.com/aiayn-textbook" not in text, f"{name} names the repository"
+        assert "git clone" not in text, f"{name} points to the repository"
         assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text, name
+        if name == "_config.yml":
+            continue
+        if name.endswith(".ipynb"):  # the Colab cell: REPO = "URL" and git+{REPO}@vX.Y.Z
+            nb = nbformat.reads(text, 4)
+            text = "\n".join(c.source for c in nb.cells) + json.dumps([c.get("outputs", []) for c in nb.cells])
+            text = re.sub(r'REPO = "' + re.escape(url) + r'"', "", text)
+            text = text.replace("git+{REPO}@" + set_repository_url.release_tag(), "")
+        assert "git+https" not in text and "git+{REPO}" not in text, f"{name} installs from the repository"
+        assert url not in text, f"{name} names the repository"
+
+
+def test_notebooks_folder_holds_the_chapters_only(edition):
+    """No test hook (conftest.py imports tools/, which students lack) and no lint configuration."""
+    out, _ = edition
+    assert sorted(p.name for p in (out / "notebooks").iterdir()) == [p.name for p in NOTEBOOKS]
 
 
 def test_student_edition_mentions_no_material_it_lacks(edition):

@@ -117,6 +117,11 @@ def owner_repo(url: str) -> str:
     return m.group(1)
 
 
+def site_url(url: str | None = None) -> str:
+    """The published site (GitHub Pages) of the repository: ``https://OWNER.github.io/REPO/``."""
+    return "https://{}.github.io/{}/".format(*owner_repo(url or repository_url()).split("/"))
+
+
 def readme_links(text: str) -> list[str]:
     """Every link of the README that names the repository, as written."""
     return [m.group(0) for pattern, _ in README_LINKS for m in pattern.finditer(text)]
