@@ -187,3 +187,13 @@ def test_decks_in_a_browser(decks):
         browser.close()
     assert not external, f"requests to other hosts: {external[:5]}"
     assert not problems, "\n".join(problems[:30])
+
+
+def test_instructor_guide_describes_the_decks():
+    guide = (ROOT / "book" / "instructor_guide.md").read_text(encoding="utf-8")
+    paragraph = guide[guide.index("(instructor-slides)=") :].split("\n\n(")[0]
+    script = (ROOT / "tools" / "slides" / "deck.js").read_text(encoding="utf-8")
+    for key in re.findall(r"`([A-Z])`", paragraph):  # every key the guide names, the deck handles
+        assert f'e.key === "{key}"' in script, key
+    assert re.findall(r"`([A-Z])`", paragraph) == ["N", "P", "F"]
+    assert "session-NN.html" in paragraph and "session-NN-notes.html" in paragraph

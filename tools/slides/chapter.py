@@ -186,7 +186,8 @@ def shorten(text: str, words: int) -> str:
     """Whole sentences up to ``words`` words (at least one sentence, cut with ... if longer)."""
     picked: list[str] = []
     for sentence in sentences(text):
-        if picked and len(" ".join(picked + [sentence]).split()) > words:
+        short = len(" ".join(picked).split()) < words // 3  # "Why *must*?" needs its answer
+        if picked and not short and len(" ".join(picked + [sentence]).split()) > words:
             break
         picked.append(sentence)
     if not picked:
@@ -217,6 +218,7 @@ class Block:
     extra: str = ""  # image source, mistake title, figure HTML, exercise label
     label: str = ""  # a mistake box's MyST label
     check: str = ""  # a mistake box's check: the assert the chapter's code runs after it
+    check_fails: bool = False  # whether that assert fails on the mistake (else it asserts the effect)
 
 
 def markdown_blocks(source: str) -> list[Block]:
@@ -284,14 +286,14 @@ def figure_html(output, alt: str) -> str | None:
     return f'<img class="figure" src="data:image/png;base64,{src}" alt="{html.escape(alt)}">'
 
 
-def assertion(code: str) -> str:
+def assertion(code: str) -> tuple[str, bool]:
     """The check a chapter runs after a mistake: the assert that fails on it (inside
     ``ah.expect_error(AssertionError)``), else the first assert about the wrong version's result
-    (a name with wrong, naive, broken, ... in it), marked as one that passes; else nothing."""
+    (a name with wrong, naive, broken, ... in it); else nothing. Also says whether it is the first kind."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
-        return ""
+        return "", False
     failing = [
         node
         for with_node in ast.walk(tree)
@@ -300,10 +302,10 @@ def assertion(code: str) -> str:
         if isinstance(node, ast.Assert)
     ]
     if failing:
-        return f"assert {ast.unparse(failing[0].test)}"
+        return f"assert {ast.unparse(failing[0].test)}", True
     wrong = re.compile(r"\b\w*(?:wrong|naive|broken|stale|unshifted|typo|shared|inverted)\w*\b")
     shown = [node for node in ast.walk(tree) if isinstance(node, ast.Assert) and wrong.search(ast.unparse(node.test))]
-    return f"# passes: it shows the mistake's effect\nassert {ast.unparse(shown[0].test)}" if shown else ""
+    return (f"assert {ast.unparse(shown[0].test)}", False) if shown else ("", False)
 
 
 def notebook_blocks(path: Path) -> list[Block]:
@@ -336,7 +338,7 @@ def notebook_blocks(path: Path) -> list[Block]:
                 open_box = None  # a new section begins: the code below it is not the box's
         elif cell.cell_type == "code" and not in_solution:
             if open_box is not None and not open_box.check:
-                open_box.check = assertion(cell.source)
+                open_box.check, open_box.check_fails = assertion(cell.source)
             meta = cell.metadata.get("mystnb", {}).get("image", {})
             alt = meta.get("alt", f"A figure of the section {section}.")
             for output in cell.get("outputs", []):

@@ -93,12 +93,12 @@ def mistake_slide(box: Block) -> Slide:
             part = part[: named.start()].strip(" ,;:")
             if not part:
                 continue
-        if re.search(r"\b(?:[Cc]ells?|[Cc]heck|[Ee]xperiment) (?:below|above)\b|^Below,", part) and not CHECK.match(
-            part
-        ):
-            continue  # points at the chapter's cells: left to the notes
+        part = re.sub(r"\s*\([^()]*\b(?:below|above)\)", "", part)  # "(printed in the experiment above)"
+        pointer = re.search(r"\b(?:[Cc]ells?|[Cc]heck|[Ee]xperiment) (?:below|above)\b|^Below,", part)
         if FIX.search(part) and not CHECK.match(part):
             fix.append(part)
+        elif pointer and not CHECK.match(part):
+            continue  # points at the chapter's cells: left to the notes
         elif CHECK.search(part):
             check.append(_unlabelled(part, "check"))
         else:
@@ -108,14 +108,16 @@ def mistake_slide(box: Block) -> Slide:
         rows.append(("The fix", render(" ".join(fix))))
     if box.check and all(re.search(r"\bbelow\b", c) for c in check):
         code = f"<pre><code>{html.escape(box.check)}</code></pre>"
-        said = "The chapter's check" + ("" if box.check.startswith("#") else ", which fails on the mistake")
+        said = "The chapter's check, which fails on the mistake" if box.check_fails else "The chapter shows its effect"
         rows.append(("The check", f"<p>{said}:</p>{code}"))
-    elif check:
-        rows.append(("The check", render(" ".join(check))))
+    elif check:  # "The check below, the longest wavelength, ...": no "below" on a slide
+        said = " ".join(re.sub(r"\s+(?:below|above)\b", "", c) for c in check)
+        rows.append(("The check", render(said)))
     body = '<dl class="mistake">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
     notes = [box.text]
     if box.check:
-        notes.append(f"The chapter's check that fails on the mistake: `{box.check}`.")
+        said = "The chapter's check that fails on the mistake" if box.check_fails else "The chapter asserts its effect"
+        notes.append(f"{said}: `{box.check}`.")
     return Slide(box.extra, body, "mistake", notes)
 
 
@@ -173,8 +175,10 @@ def section_slides(title: str, blocks: list[Block], diagrams: set[str]) -> list[
                 pending = []
             continue
         if b.kind == "quote":
-            words, who = re.split(r"(?m)^\s*(?=[—-]{1,2}\s)", b.text)[0], re.findall(r"(?m)^\s*[—-]{1,2}\s.*", b.text)
-            cite = f'<p class="cite">{render_inline(who[-1].strip())}</p>' if who else ""
+            # the attribution, on a line of its own or at the end of the last one
+            who = re.search(r"(?:^|\s)([—-]{1,2}\s[^—\n]*(?:\(\d{4}\)|\d{4}\))[^—\n]*)\s*\Z", b.text)
+            words = b.text[: who.start()] if who else b.text
+            cite = f'<p class="cite">{render_inline(who[1].strip())}</p>' if who else ""
             new = Slide(title, f"<blockquote>{render(words)}{cite}</blockquote>", "quote")
         elif b.kind == "eq" and b.text == key:
             slides[0].notes += pending  # the sentence that introduces the formula on the opening slide
