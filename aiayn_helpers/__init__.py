@@ -129,7 +129,32 @@ from .positional import (
 )
 from .utils import count_parameters, expect_error, seed_everything, setup_notebook
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """The package's version, from one place: pyproject.toml's ``[project] version``.
+
+    In a checkout the file itself is read (an editable install's metadata keeps the
+    version it was installed with); an installed wheel carries the same number in its
+    metadata.
+    """
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        if project.get("name") == "aiayn_helpers":
+            return str(project["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        return version("aiayn_helpers")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "scaled_dot_product_attention",
