@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade collect hub-links slides test-quick
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade collect export hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -30,10 +30,15 @@ help:
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make collect ZIP=downloads.zip A=assignment1  a course platform's zip of submissions into _grading/submitted/"
+	@echo "              (ROSTER=class.csv: your class list, columns id, name, email; students keyed by the platform's id)"
 	@echo "make grade A=assignment1  grade _grading/submitted/ (new and resubmitted work), each submission in a bubblewrap sandbox"
 	@echo "              (GRADE_FLAGS=--feedback writes feedback without the hidden tests; --force grades everyone again;"
-	@echo "              due dates and the late policy: book/autograder/deadlines.toml)"
-	@echo "make hub-links HUB_FLAGS=\"--hub https://hub.example.edu\"  an nbgitpuller link per chapter, for a JupyterHub"
+	@echo "              due dates and the late policy: book/autograder/deadlines.toml;"
+	@echo "              extensions and manual grades: book/autograder/decisions.toml)"
+	@echo "make export   _grading/grades.csv and, in _grading/exports/, Moodle's grading worksheet and feedback zip"
+	@echo "              and Canvas's gradebook CSV, keyed by the platform's ids (A=assignment1 for one assignment)"
+	@echo "make hub-links HUB_FLAGS=\"--hub https://hub.example.edu\"  an nbgitpuller link per chapter and per assignment,"
+	@echo "              for a JupyterHub"
 	@echo "              (and the hub's install commands; --markdown for a table; the instructor guide)"
 	@echo "make bench    speed measurements (not part of the tests)"
 	@echo "make slides   one slide deck per syllabus session into _build/slides (offline)"
@@ -111,7 +116,7 @@ student: setup
 collect: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=downloads.zip A=assignment1"; exit 2; }
-	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1)
+	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1) $(if $(ROSTER),--roster "$(ROSTER)")
 
 # Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
 # submissions go in _grading/submitted/<student>/<assignment>/ (make collect); scores in
@@ -122,14 +127,23 @@ grade: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(GRADE_FLAGS)
 
+# Grades back to the course platform (tools/grading/export.py): _grading/grades.csv from the
+# gradebook and book/autograder/decisions.toml, and the platforms' import files in _grading/exports/.
+export: setup
+	@test -f _grading/gradebook.db || { echo "nothing graded yet: make grade first"; exit 1; }
+	$(BIN)/python tools/grade.py export $(A)
+
 # One slide deck per syllabus session, generated from the chapters (tools/make_slides.py):
 # _build/slides/session-NN.html, offline (MathJax and the diagrams beside them).
 slides: setup
 	$(BIN)/python tools/make_slides.py --out _build/slides
 
-# An nbgitpuller link per chapter for a JupyterHub, from _config.yml's repository.url.
+# An nbgitpuller link per chapter and per graded assignment for a JupyterHub, from _config.yml's
+# repository.url.
 hub-links: setup
 	$(BIN)/python tools/hub_links.py $(HUB_FLAGS)
+	@echo
+	$(BIN)/python tools/hub_links.py $(HUB_FLAGS) --assignments
 
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.

@@ -2,6 +2,7 @@
 
     python tools/hub_links.py --hub https://hub.example.edu
     make hub-links HUB_FLAGS="--hub https://hub.example.edu --markdown"
+    python tools/hub_links.py --hub https://hub.example.edu --assignments
 
 A student logged in to the hub opens a chapter's link; nbgitpuller (installed in the
 hub's user image) clones the repository into their home folder the first time, merges
@@ -11,6 +12,9 @@ chapter in JupyterLab. The repository is ``repository.url`` of ``_config.yml`` (
 instructor pushed the student edition to (``student`` unless ``--branch`` says
 otherwise; the instructor guide shows how). The links are printed after the commands
 that install the chapters' environment on the hub, for this release of the book.
+With ``--assignments``, only a link per graded assignment is printed (the student
+edition's ``assignments/<name>.ipynb``, released by nbgrader); ``make hub-links``
+prints both.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 def chapters(root: Path = ROOT) -> list[str]:
     """The chapters' paths in the repository (the student edition keeps the names)."""
     return [f"notebooks/{p.name}" for p in sorted((root / "notebooks").glob("*.ipynb"))]
+
+
+def assignments(root: Path = ROOT) -> list[str]:
+    """The released assignments' paths in the student edition (make_student.py)."""
+    source = root / "book" / "autograder" / "source"
+    return [f"assignments/{p.name}" for p in sorted(source.glob("*/*.ipynb"))]
 
 
 def clone_folder(repo: str) -> str:
@@ -83,22 +93,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--branch", default="student", help="the student edition's")
     parser.add_argument("--app", choices=sorted(APPS), default="lab")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument(
+        "--assignments",
+        action="store_true",
+        help="only the graded assignments' links",
+    )
     args = parser.parse_args(argv)
     repo = args.repo or repository_url()
+    if args.assignments:
+        print(f"# One link per graded assignment ({repo}, branch {args.branch}):")
+        _table(args, repo, assignments(), "Assignment")
+        return 0
     print("# The hub's user image (once per release of the book):")
     for command in install_commands(repo):
         print(command)
     print(f"\n# One link per chapter ({repo}, branch {args.branch}):")
+    _table(args, repo, chapters(), "Chapter")
+    return 0
+
+
+def _table(args, repo: str, paths: list[str], what: str) -> None:
+    """A link per path, as lines or as a Markdown table."""
     if args.markdown:
-        print("| Chapter | Link |\n|---|---|")
-    for path in chapters():
+        print(f"| {what} | Link |\n|---|---|")
+    for path in paths:
         url = link(args.hub, repo, args.branch, path, args.app)
         name = Path(path).stem
         if args.markdown:
             print(f"| {name} | [open on the hub]({url}) |")
         else:
             print(f"{name}  {url}")
-    return 0
 
 
 if __name__ == "__main__":
