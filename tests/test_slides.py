@@ -25,7 +25,7 @@ from slides.chapter import Block, notebook_blocks  # noqa: E402
 SECTION = re.compile(r'<section class="(\w+)">(.*?)</section>', re.S)
 # what MyST or TeX source looks like when it reaches a slide unrendered
 RAW = re.compile(
-    r"\$|\{(?:ref|numref|doc|eq|cite|cite:[pt]|py:obj|term)\}`|```|:::|\{(?:admonition|exercise|solution)|:label:|:class:|\\\(|\\\["
+    r"\$|\{(?:ref|numref|doc|eq|cite|cite:[pt]|py:obj|term)\}`|```|:::|\{(?:admonition|exercise|solution)|:label:|:class:|\\\(|\\\[|\\[A-Za-z]{2,}"
 )
 
 

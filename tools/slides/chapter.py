@@ -64,6 +64,16 @@ def _markdown() -> MarkdownIt:
     md.add_render_rule(
         "math_inline", lambda self, tokens, idx, options, env: f"\\({html.escape(tokens[idx].content)}\\)"
     )
+    md.add_render_rule(  # $$...$$ inside a paragraph (a quoted display equation, say)
+        "math_inline_double",
+        lambda self, tokens, idx, options, env: (
+            f'<span class="math display">\\[{html.escape(tokens[idx].content)}\\]</span>'
+        ),
+    )
+    md.add_render_rule(
+        "math_block_label",
+        lambda self, tokens, idx, options, env: f'<div class="math">\\[{html.escape(tokens[idx].content)}\\]</div>\n',
+    )
     md.add_render_rule(
         "math_block",
         lambda self, tokens, idx, options, env: f'<div class="math">\\[{html.escape(tokens[idx].content)}\\]</div>\n',
