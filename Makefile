@@ -41,7 +41,7 @@ help:
 	@echo "              for a JupyterHub"
 	@echo "              (and the hub's install commands; --markdown for a table; the instructor guide)"
 	@echo "make bench    speed measurements (not part of the tests)"
-	@echo "make slides   one slide deck per syllabus session into _build/slides (offline)"
+	@echo "make slides   one slide deck per syllabus session, with speaker notes, into _build/slides (offline)"
 	@echo "make lint     ruff over the package, the tests, the tools and the notebooks; actionlint over the workflows"
 	@echo "make clean    remove build outputs (keeps .venv)"
 
@@ -134,7 +134,8 @@ export: setup
 	$(BIN)/python tools/grade.py export $(A)
 
 # One slide deck per syllabus session, generated from the chapters (tools/make_slides.py):
-# _build/slides/session-NN.html, offline (MathJax and the diagrams beside them).
+# _build/slides/session-NN.html and its printable speaker notes session-NN-notes.html,
+# offline (MathJax and the diagrams beside them).
 slides: setup
 	$(BIN)/python tools/make_slides.py --out _build/slides
 
