@@ -6,6 +6,7 @@ tools/diagrams/ draws them; a committed SVG that differs from a fresh drawing
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -80,11 +81,36 @@ def test_check_flag_names_stale_files(tmp_path, fresh, capsys):
     assert diagrams.main(["--check"]) == 0, capsys.readouterr().out
 
 
-def test_enough_diagrams_in_every_chapter():
+def chapter_of(name: str) -> str:
+    """The notebook prefix a diagram belongs to: "02" for ch02_*, "A_" for chA_*."""
+    return name[2:4] if name.startswith("ch") else ""
+
+
+def waiting(notebook: str) -> set[str]:
+    """The diagrams INSERTS.md lists for ``notebook`` (its "## notebooks/NAME" section)."""
+    sections = re.split(r"^## notebooks/", INSERTS.read_text(), flags=re.M)[1:]
+    mine = [s for s in sections if s.startswith(notebook)]
+    return {name for s in mine for _, name in IMAGE.findall(s)}
+
+
+def test_every_chapter_shows_a_diagram_and_where_it_sits():
+    """Issue #37: every chapter, appendix A included, has a diagram, and each but
+    chapter 0 shows its locator (chNN_where) in the whole model; chapter 0 opens with
+    the whole model, before its first section."""
     names = [p.stem for p in FIGURES.glob("*.svg")]
-    assert len(names) >= 16
-    for n in range(1, 9):
-        assert any(name.startswith(f"ch{n:02d}_") for name in names), f"chapter {n}"
+    assert len(names) >= 30
+    refs = references()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        mine = {name for where, _, name in refs if where == path.name}
+        listed = waiting(path.name)
+        assert mine or waiting(path.name), f"{path.name} shows no diagram"
+        if not path.name.startswith("00"):
+            where = f"ch{path.name[:2].rstrip('_')}_where.svg"
+            assert where in mine | listed, f"{path.name} does not show {where}"
+    cells = nbformat.read(ROOT / "notebooks" / "00_a_first_look.ipynb", as_version=4).cells
+    markdown = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    first_section = markdown.index("\n## ")
+    assert 0 < markdown.find("overview_transformer.svg") < first_section
 
 
 def test_every_diagram_is_shown_with_alt_text():
@@ -98,8 +124,8 @@ def test_every_diagram_is_shown_with_alt_text():
             f"{where}: give {name} alt text of a sentence or more: {alt!r}"
         )
         assert "<" not in alt, f"{where}: markdown drops <...> from alt text: {alt!r}"
-        if where.endswith(".ipynb"):  # chNN_*.svg belongs to chapter NN
-            assert name[2:4] == where[:2], f"{where} shows {name}, another chapter's"
+        if where.endswith(".ipynb") and chapter_of(name):  # chNN_*: chapter NN's
+            assert chapter_of(name) == where[:2], f"{where} shows {name}, another chapter's"
 
 
 def test_alt_text_numbers_are_on_the_diagram():
@@ -213,3 +239,57 @@ def test_a_plus_under_its_circle_is_caught():
 
     svg = diagrams.render(hidden_plus).decode()
     assert plus_problems(svg) == ["residual-add-0: the plus is painted under the circle"]
+
+
+def outputs_of(notebook: str) -> str:
+    """Everything a notebook's code cells print, as committed."""
+    cells = nbformat.read(ROOT / "notebooks" / notebook, as_version=4).cells
+    return "\n".join(out.get("text", "") for c in cells if c.cell_type == "code" for out in c.outputs)
+
+
+def source_of(notebook: str) -> str:
+    cells = nbformat.read(ROOT / "notebooks" / notebook, as_version=4).cells
+    return "\n".join(c.source for c in cells if c.cell_type == "code")
+
+
+def test_walkthrough_is_the_chapter_2_look_up():
+    """ch02_walkthrough draws the soft look-up that chapter 2 prints at strength 1."""
+    _, weights, output = diagrams.ch02.lookup()
+    shown = " ".join(f"{w:.3f}" for w in weights)
+    printed = outputs_of("02_scaled_dot_product_attention.ipynb")
+    assert f"query strength    1: weights [{shown}], output {output:.2f}" in printed
+    assert "query = strength * keys[2]" in source_of("02_scaled_dot_product_attention.ipynb")
+
+
+def test_path_lengths_follow_the_chapter_9_formulas():
+    ch09 = diagrams.ch09
+    n, k = ch09.N_POS, ch09.KERNEL
+    assert ch09.layers_needed(lambda layer: 1) == math.ceil((n - 1) / (k - 1))
+    assert ch09.layers_needed(lambda layer: k**layer) == math.ceil(math.log(n, k) - 1e-9)
+    source = source_of("09_what_the_paper_measured.ipynb")
+    assert "math.ceil((n - 1) / (k - 1))" in source  # the formulas the chapter checks
+    assert "math.ceil(math.log(n) / math.log(k) - 1e-9)" in source
+
+
+def test_chapter_10_diagrams_use_the_chapter_sizes():
+    ch10 = diagrams.ch10
+    printed = outputs_of("10_after_the_paper.ipynb")
+    slopes = ah.alibi_slopes(ch10.ALIBI_HEADS).tolist()
+    assert f"ALiBi slopes for {ch10.ALIBI_HEADS} heads: {slopes}" in printed
+    assert f"T = {ch10.TILE_T} (not a multiple of the block)" in printed
+    assert f"def tiled_attention(Q, K, V, block={ch10.TILE_BLOCK}):" in source_of("10_after_the_paper.ipynb")
+    assert sum(ch10.tiles()) == ch10.TILE_T and max(ch10.tiles()) == ch10.TILE_BLOCK
+    scores = ch10.rope_scores()  # the same m - n, the same score
+    assert len(set(m - n for m, n in ch10.ROPE_CASES)) == 1
+    assert abs(scores[0] - scores[1]) < 1e-12
+
+
+def test_appendix_a_shapes_are_the_appendix_model():
+    source = source_of("A_forward_pass_numpy.ipynb")
+    ref = diagrams.ch_a.REFERENCE
+    sizes = f"D_MODEL, HEADS, LAYERS, D_FF = {ref['D_MODEL']}, {ref['HEADS']}, "
+    assert sizes + f"{ref['LAYERS']}, {ref['D_FF']}" in source
+    assert f"SRC_VOCAB, TGT_VOCAB, PAD = {ref['SRC_VOCAB']}, {ref['TGT_VOCAB']}, 0" in source
+    shape = f"({ref['B']}, {ref['T']}, {ref['TGT_VOCAB']})"
+    assert f"reference logits {shape}" in outputs_of("A_forward_pass_numpy.ipynb")
+    assert f"memory ({ref['B']}, {ref['S']}, {ref['D_MODEL']})" in outputs_of("A_forward_pass_numpy.ipynb")

@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:
 import matplotlib  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08  # noqa: E402
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch_a, overview  # noqa: E402
 from .draw import (  # noqa: E402, F401  (the names tests and readers look up here)
     D_FF,
     D_K,
@@ -48,7 +48,7 @@ from .draw import (  # noqa: E402, F401  (the names tests and readers look up he
 )
 
 FIGURES = ROOT / "book" / "figures"
-CHAPTERS = [ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08]
+CHAPTERS = [overview, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch_a]
 DIAGRAMS: dict[str, Callable] = {f.__name__: f for m in CHAPTERS for f in m.FIGURES}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from matplotlib.patches import Rectangle
 
 from aiayn_helpers import causal_mask, padding_mask
 
@@ -15,8 +16,11 @@ from .draw import (
     FFN,
     HEADS,
     NORM,
+    NOTE,
+    SMALL,
     STATE,
     arrow,
+    box,
     canvas,
     grid,
     legend,
@@ -89,3 +93,53 @@ def ch02_masks():
 
 
 FIGURES = [ch02_qkv_shapes, ch02_masks]
+
+
+# the soft look-up of the chapter's first cell: four orthogonal keys, values 10 to 40,
+# a query that points at key 2 with strength 1 (no scaling by √d_k in that cell)
+LOOKUP_KEYS = torch.eye(4, dtype=torch.float64)
+LOOKUP_VALUES = torch.tensor([10.0, 20.0, 30.0, 40.0], dtype=torch.float64)
+LOOKUP_QUERY = 1.0 * LOOKUP_KEYS[2]
+
+
+def lookup():
+    """(scores, weights, output) of the chapter's soft look-up, computed here."""
+    scores = LOOKUP_KEYS @ LOOKUP_QUERY
+    weights = scores.softmax(dim=0)
+    return scores.tolist(), weights.tolist(), float(weights @ LOOKUP_VALUES)
+
+
+def vector(v) -> str:
+    return "(" + ", ".join(f"{x:g}" for x in v) + ")"
+
+
+def ch02_walkthrough():
+    """One query, key by key: q·k, softmax, weighted sum of the values."""
+    fig, ax = canvas(6.0, 5.3, "One query, step by step")
+    scores, weights, output = lookup()
+    small(ax, 3.0, 4.72, f"query q = {vector(LOOKUP_QUERY.tolist())}", weight="bold")
+    heads = ["key $k_j$", "score q·$k_j$", "softmax weight", "value $v_j$"]
+    xs = [0.85, 2.3, 3.6, 5.3]
+    for x, head in zip(xs, heads, strict=True):
+        small(ax, x, 4.3, head, color=NOTE)
+    for j, (score, weight) in enumerate(zip(scores, weights, strict=True)):
+        y = 3.5 - j * 0.62
+        small(ax, 0.1, y, f"{j}", ha="left", color=NOTE)
+        small(ax, xs[0], y, vector(LOOKUP_KEYS[j].tolist()))
+        arrow(ax, (1.6, y), (1.95, y), color=NOTE, lw=1.2)
+        box(ax, xs[1], y, 0.6, 0.42, f"{score:g}", fc=NORM, size=SMALL)
+        arrow(ax, (2.65, y), (2.95, y), color=NOTE, lw=1.2)
+        bar = 0.95 * weight / max(weights)  # the weight as a bar
+        ax.add_patch(Rectangle((3.0, y - 0.14), bar, 0.28, fc=ALLOWED, ec="none"))
+        small(ax, 3.0 + bar + 0.05, y, f"{weight:.3f}", ha="left")
+        text(ax, 4.75, y, "×", size=SMALL)
+        box(ax, xs[3], y, 0.7, 0.42, f"{LOOKUP_VALUES[j]:g}", fc=FFN, size=SMALL)
+    small(ax, 3.65, 1.12, f"the weights sum to {sum(weights):g}", color=NOTE)
+    pairs = zip(weights, LOOKUP_VALUES.tolist(), strict=True)
+    terms = " + ".join(f"{w:.3f}·{v:g}" for w, v in pairs)
+    small(ax, 3.0, 0.68, "output = Σ weight × value =")
+    small(ax, 3.0, 0.3, f"{terms} = {output:.2f}", weight="bold")
+    return fig
+
+
+FIGURES.append(ch02_walkthrough)
