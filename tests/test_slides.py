@@ -85,6 +85,13 @@ def test_key_formula_is_the_papers_not_the_sections_first(decks):
     # the look-up task's loss formula is on a slide of its own, with the sentence that introduces it
     loss = [i for k, i in slides_of(out / "session-02.html") if k == "formula" and r"\mathbb{E}\Big[" in i]
     assert len(loss) == 1 and "the expected loss is" in loss[0]
+    # a section that opens with the paper's formula in a quote (appendix A's feed-forward network) shows
+    # it with its citation, not beside the first paragraph, which is about layer normalisation
+    opening = {}
+    for _kind, inner in slides_of(out / "session-08.html"):
+        opening.setdefault(heading(inner), inner)
+    inner = opening["Feed-forward, residual connection and layer norm"]
+    assert r"\text{FFN}(x)" in inner and "section 3.3" in inner and "normalisation" not in inner.split("<aside")[0]
     # the rule: the paper's own equation (quoted, or introduced as the paper's), else none on the opening slide
     para, eq = Block("para", "A small task makes it visible; its loss is"), Block("eq", r"L = \sum_j w_j")
     assert lecture.key_formula([para, eq]) is None
@@ -164,7 +171,7 @@ def test_decks_in_a_browser(decks):
                     if (notes && notes.textContent.trim()) out.notes += 1;
                     out.raw.push([name, visible.textContent]);
                     if (s.querySelector("mjx-merror")) out.errors.push(name);
-                    if (window.deck && s.scrollHeight > s.clientHeight + 1) out.tall.push(name);
+                    if (window.deck && window.deck.overflows(s)) out.tall.push(name);
                   });
                   out.math = document.querySelectorAll("mjx-container").length;
                   return out;
@@ -179,7 +186,7 @@ def test_decks_in_a_browser(decks):
                 if m
             ]
             problems += [f"{name} slide {n}: a TeX error" for n in report["errors"]]
-            problems += [f"{name} slide {n}: taller than the screen" for n in report["tall"]]
+            problems += [f"{name} slide {n}: taller or wider than the screen" for n in report["tall"]]
             if report["math"] < 10:
                 problems.append(f"{name}: only {report['math']} formulas typeset")
             if report["notes"] < count // 2:

@@ -36,16 +36,34 @@ BOLD_ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s+\*\*")
 
 def key_formula(blocks: list[Block]) -> str | None:
     """The section's key formula: the first display equation that is the paper's own, if any."""
-    candidates: list[tuple[str, bool]] = []
+    return key_block(blocks)[0]
+
+
+def key_block(blocks: list[Block]) -> tuple[str | None, int]:
+    """The key formula and the index of the block (a quote or an equation) that holds it."""
     previous = ""
-    for b in blocks:
+    for i, b in enumerate(blocks):
         if b.kind == "para":
             previous = b.text
-        elif b.kind == "quote":
-            candidates += [(tex.strip(), True) for tex in re.findall(r"\$\$(.+?)\$\$", b.text, re.S)]
-        elif b.kind == "eq":
-            candidates.append((b.text, bool(PAPER.search(previous))))
-    return next((tex for tex, paper in candidates if paper), None)
+        elif b.kind == "quote" and "$$" in b.text:
+            return re.search(r"\$\$(.+?)\$\$", b.text, re.S)[1].strip(), i
+        elif b.kind == "eq" and PAPER.search(previous):
+            return b.text, i
+    return None, -1
+
+
+def attribution(quote: str) -> re.Match | None:
+    """The "— Vaswani et al. (2017), section 3.3" of a quote, on a line of its own or ending the last one."""
+    return re.search(r"(?:^|\s)([—-]{1,2}\s[^—\n]*(?:\(\d{4}\)|\d{4}\))[^—\n]*)\s*\Z", quote)
+
+
+def opening_lead(blocks: list[Block], key_at: int) -> str:
+    """The paragraph the opening slide's sentence comes from: the first, unless it comes after the
+    key formula and is not the paragraph right after it (it would talk about something else)."""
+    first = next((i for i, b in enumerate(blocks) if b.kind == "para"), -1)
+    if first < 0 or key_at < 0 or first < key_at or first == key_at + 1:
+        return blocks[first].text if first >= 0 else ""
+    return ""
 
 
 def list_items(text: str) -> list[str]:
@@ -154,11 +172,14 @@ def summary_slides(title: str, blocks: list[Block]) -> list[Slide]:
 
 def section_slides(title: str, blocks: list[Block], diagrams: set[str]) -> list[Slide]:
     """An opening slide (first sentence, key formula), then one slide per quote, formula, figure, box."""
-    key = key_formula(blocks)
-    first = next((b.text for b in blocks if b.kind == "para"), "")
+    key, key_at = key_block(blocks)
+    first = opening_lead(blocks, key_at)
     body = f'<div class="lead">{render(shorten(first, LEAD_WORDS))}</div>' if first else ""
     if key:
         body += f'<div class="math key">\\[{html.escape(key)}\\]</div>'
+        who = attribution(blocks[key_at].text) if blocks[key_at].kind == "quote" else None
+        if who and not first:
+            body += f'<p class="cite">{render_inline(who[1].strip())}</p>'
     slides = [Slide(title, body, "text")]
     pending: list[str] = []  # paragraphs that introduce the next slide (they end with a colon)
     previous = ""
@@ -175,9 +196,12 @@ def section_slides(title: str, blocks: list[Block], diagrams: set[str]) -> list[
                 pending = []
             continue
         if b.kind == "quote":
-            # the attribution, on a line of its own or at the end of the last one
-            who = re.search(r"(?:^|\s)([—-]{1,2}\s[^—\n]*(?:\(\d{4}\)|\d{4}\))[^—\n]*)\s*\Z", b.text)
+            who = attribution(b.text)
             words = b.text[: who.start()] if who else b.text
+            if key and key in words and not re.sub(r"\$\$.+?\$\$", "", words, flags=re.S).strip():
+                slides[0].notes += pending  # the quote is the key formula alone: the opening slide shows it
+                pending = []
+                continue
             cite = f'<p class="cite">{render_inline(who[1].strip())}</p>' if who else ""
             new = Slide(title, f"<blockquote>{render(words)}{cite}</blockquote>", "quote")
         elif b.kind == "eq" and b.text == key:
