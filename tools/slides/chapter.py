@@ -17,7 +17,10 @@ subsection) becomes a few slides of one idea each:
 
 The key formula of a section is the first display equation that is the paper's own
 (inside a block quote, or introduced by a paragraph that cites a paper or names an
-equation of it): the opening slide shows it. Every other display equation gets a
+equation of it), else the equation that the section's first paragraph introduces
+(the paragraph ends with a colon or comma and the equation follows it): the opening
+slide shows it, beside a sentence of the first paragraph only when that paragraph
+comes before the formula or right after it. Every other display equation gets a
 slide of its own, with the sentence that introduces it, so that no formula is shown
 beside a sentence it does not belong to.
 

@@ -35,7 +35,8 @@ BOLD_ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s+\*\*")
 
 
 def key_formula(blocks: list[Block]) -> str | None:
-    """The section's key formula: the first display equation that is the paper's own, if any."""
+    """The section's key formula: the first display equation that is the paper's own, else the one
+    the section's first paragraph introduces, else none."""
     return key_block(blocks)[0]
 
 
@@ -49,6 +50,10 @@ def key_block(blocks: list[Block]) -> tuple[str | None, int]:
             return re.search(r"\$\$(.+?)\$\$", b.text, re.S)[1].strip(), i
         elif b.kind == "eq" and PAPER.search(previous):
             return b.text, i
+    # else the equation that the section's first paragraph introduces ("... of length d_model:")
+    first = next((i for i, b in enumerate(blocks) if b.kind == "para"), -1)
+    if 0 <= first < len(blocks) - 1 and blocks[first + 1].kind == "eq" and blocks[first].text.rstrip()[-1] in ":,":
+        return blocks[first + 1].text, first + 1
     return None, -1
 
 
@@ -174,7 +179,10 @@ def section_slides(title: str, blocks: list[Block], diagrams: set[str]) -> list[
     """An opening slide (first sentence, key formula), then one slide per quote, formula, figure, box."""
     key, key_at = key_block(blocks)
     first = opening_lead(blocks, key_at)
-    body = f'<div class="lead">{render(shorten(first, LEAD_WORDS))}</div>' if first else ""
+    lead = shorten(first, LEAD_WORDS)
+    if key and blocks[key_at - 1].text == first and not lead.endswith(sentences(first)[-1]):
+        lead = f"{sentences(first)[0]} {sentences(first)[-1]}"  # and the sentence that introduces the formula
+    body = f'<div class="lead">{render(lead)}</div>' if first else ""
     if key:
         body += f'<div class="math key">\\[{html.escape(key)}\\]</div>'
         who = attribution(blocks[key_at].text) if blocks[key_at].kind == "quote" else None
