@@ -99,6 +99,9 @@ def test_key_formula_is_the_papers_not_the_sections_first(decks):
     assert lecture.key_formula([para, eq, cited, Block("eq", "e_{ij} = a(s, h)")]) == "e_{ij} = a(s, h)"
     quoted = Block("quote", "> $$\\mathrm{FFN}(x) = \\max(0, xW_1)W_2$$\n— Vaswani et al. (2017), section 3.3")
     assert lecture.key_formula([para, eq, quoted]) == r"\mathrm{FFN}(x) = \max(0, xW_1)W_2"
+    # else the equation the first paragraph introduces, right after it
+    assert lecture.key_formula([Block("para", "Each head has four matrices:"), eq]) == eq.text
+    assert lecture.key_formula([Block("para", "Each head has four matrices."), eq]) is None
 
 
 def test_every_mistake_box_and_exercise_is_a_slide_without_solutions(decks):
