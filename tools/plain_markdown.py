@@ -354,7 +354,7 @@ def plain_notebook(nb: nbformat.NotebookNode, ctx: Context) -> nbformat.Notebook
 
 # ----------------------------------------------------------------------- the check
 
-_MYST = [
+MYST_PATTERNS = [  # (kind, pattern) of MyST syntax in Markdown source or in rendered text
     ("directive", re.compile(r"^\s*(`{3,}|:{3,})\{[a-z:-]+\}", re.MULTILINE)),
     ("role", re.compile(r"\{[a-z][a-z:-]*\}`")),
     ("label", re.compile(r"^\s*\([^()\s]+\)=\s*$", re.MULTILINE)),
@@ -391,7 +391,7 @@ def myst_syntax(text: str) -> list[str]:
     """Every piece of MyST syntax in a Markdown text (outside code), as ``kind: excerpt``."""
     prose = _outside_code(text)
     found = []
-    for kind, pattern in _MYST:
+    for kind, pattern in MYST_PATTERNS:
         for m in pattern.finditer(prose):
             found.append(f"{kind}: {prose[max(0, m.start() - 20) : m.end() + 30].strip()!r}")
     return found
