@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import html
+import os
 import re
 import sys
 import zipfile
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import collect  # noqa: E402
 import grade  # noqa: E402
 import make_student  # noqa: E402
+from grading import roster  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 
@@ -122,12 +124,19 @@ def _zip(path: Path, uploads: dict[str, tuple[str, nbformat.NotebookNode, dt.dat
     return path
 
 
+def _slugs(course: Path) -> dict[str, str]:
+    """{student id (the platform's): 'blank-student'}, the name from roster.csv."""
+    return {s.id: s.name.lower().replace(" ", "-") for s in roster.read_roster(course).values()}
+
+
 def _scores(course: Path) -> dict[str, tuple[float, float, float]]:
-    """{student: (raw score, late penalty, score)} from grades.csv."""
-    with open(course / "grades.csv", newline="") as f:
+    """{student name as a slug: (raw score, late penalty, score)} from grades.csv."""
+    with open(course / "grades.csv", newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["assignment"] == A]
+    slug = _slugs(course)
     return {
-        r["student_id"]: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"])) for r in rows
+        slug[r["student_id"]]: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
+        for r in rows
     }
 
 
@@ -149,7 +158,8 @@ def term(tmp_path_factory):
     assert grade.main([A, *flags]) == 1, "a submission could not be graded: grade says so"
     out["first"] = _scores(course)
     out["log1"] = (course / grade.NOTES / A / "autograde.log").read_text()
-    out["notes"] = {p.stem: p.read_text() for p in (course / grade.NOTES / A).glob("*.txt")}
+    slug = _slugs(course)
+    out["notes"] = {slug[p.stem]: p.read_text() for p in (course / grade.NOTES / A).glob("*.txt")}
 
     fixed = _fill(released, _answers())
     again = {
@@ -160,6 +170,7 @@ def term(tmp_path_factory):
     assert collect.main([str(zip2), A, "--course", str(course)]) == 0
     assert grade.main([A, *flags]) == 1
     out["second"] = _scores(course)
+    out["ids"] = {name: sid for sid, name in _slugs(course).items()}
     out["log2"] = (course / grade.NOTES / A / "autograde.log").read_text()
     return course, out
 
@@ -189,7 +200,8 @@ def test_a_resubmission_is_graded_again_and_the_rest_are_kept(term):
         k: v for k, v in out["first"].items() if k != "resubmitting-student"
     }
     graded = re.findall(r"Autograding (\S+)", out["log2"])
-    assert graded and all("resubmitting-student" in path for path in graded), graded
+    number = out["ids"]["resubmitting-student"]
+    assert graded and all(f"/{number}/" in path for path in graded), graded
 
 
 def test_the_instructor_is_told_what_grading_did(term):
@@ -205,7 +217,7 @@ def test_the_instructor_is_told_what_grading_did(term):
         assert student not in notes, notes.get(student)
     # nbgrader's own warnings about restored hidden tests are gone
     assert "checksum" not in out["log1"] and "has changed" not in out["log1"]
-    page = course / "autograded" / "looping-student" / A / f"{A}.ipynb"
+    page = course / "autograded" / out["ids"]["looping-student"] / A / f"{A}.ipynb"
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nbformat.read(page, as_version=4).cells}
     errors = [o.ename for o in cells["causal_answer"].outputs if o.output_type == "error"]
     assert errors and errors[0] in ("KeyboardInterrupt", "CellTimeoutError"), errors
@@ -232,12 +244,14 @@ def test_released_feedback_contains_no_line_of_any_hidden_test(term):
 
 
 def test_collect_reads_the_layouts_of_the_platforms():
+    """Students are keyed by the platform's id (Moodle's participant number, Canvas's
+    user id), a folder by its name made safe (tests/test_grading_term.py has more)."""
     assert collect.owner("Jane Doe_1234_assignsubmission_file_/assignment1 (1).ipynb") == (
-        "jane-doe",
+        "1234",
         "assignment1 (1).ipynb",
     )
-    assert collect.owner("Jane Doe_1234_assignsubmission_file_Assignment1.ipynb") == ("jane-doe", "Assignment1.ipynb")
-    assert collect.owner("doejane_LATE_1234_98765_assignment1.ipynb") == ("doejane", "assignment1.ipynb")
+    assert collect.owner("Jane Doe_1234_assignsubmission_file_Assignment1.ipynb") == ("1234", "Assignment1.ipynb")
+    assert collect.owner("doejane_LATE_1234_98765_assignment1.ipynb") == ("1234", "assignment1.ipynb")
     assert collect.owner("export/jdoe/assignment1.ipynb") == ("jdoe", "assignment1.ipynb")
     assert collect.owner("__MACOSX/jdoe/._assignment1.ipynb") is None
     assert collect.owner("jdoe/.ipynb_checkpoints/assignment1-checkpoint.ipynb") is None
@@ -259,6 +273,7 @@ def test_collect_reads_the_layouts_of_the_platforms():
 def test_misnamed_notebooks_are_matched_or_named(tmp_path, names, graded):
     for name in names:
         (tmp_path / name).write_text("{}")
+        os.utime(tmp_path / name, (1e9, 1e9))  # as old as each other: the exact name wins
     path, text = grade.match_notebook(tmp_path, "assignment1")
     assert (path.name if path else None) == graded
     if graded is None:
@@ -280,3 +295,13 @@ def test_deadlines_are_read_from_one_file(tmp_path):
     assert policy.late_submission_penalty("s", 10.0, 600) == 0.0
     assert policy.late_submission_penalty("s", 10.0, 3600) == pytest.approx(1.0)
     assert policy.late_submission_penalty("s", 10.0, 8 * 86400) == 10.0
+
+
+def test_a_resubmission_beside_the_first_upload_is_graded(tmp_path):
+    """Both files in one upload: the newer one counts, whatever its name."""
+    (tmp_path / "assignment1.ipynb").write_text("{}")
+    os.utime(tmp_path / "assignment1.ipynb", (1e9, 1e9))
+    (tmp_path / "assignment1 (2).ipynb").write_text("{}")
+    path, text = grade.match_notebook(tmp_path, "assignment1")
+    assert path.name == "assignment1 (2).ipynb"
+    assert "the newest; also found 'assignment1.ipynb'" in text

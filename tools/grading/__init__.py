@@ -1,10 +1,14 @@
 """Grading a term's assignments, one module per stage, in the order a term uses them.
 
+handin    the "Am I done?" cell make student adds to every released assignment
 collect   a course platform's zip into ``<course>/submitted/`` (``make collect``)
 roster    who the students are: the platform's id, the display name, the email
 repair    each submission made gradable (misnamed notebook, stripped metadata)
 sandbox   the bubblewrap sandbox a submission's code runs in
 autograde nbgrader's autograde with the execution in the sandbox; feedback
-decisions due dates and the late policy (book/autograder/deadlines.toml)
 cli       ``make grade`` (tools/grade.py): the stages above for one assignment
+decisions due dates and the late policy (book/autograder/deadlines.toml);
+          extensions and manual grades (book/autograder/decisions.toml)
+export    grades.csv, and grades and feedback in the platforms' import formats
+          (``make export``)
 """

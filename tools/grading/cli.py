@@ -27,8 +27,16 @@ import sys
 from pathlib import Path
 
 from .autograde import nbgrader
-from .decisions import DEADLINES, read_deadlines, set_due_date
+from .decisions import (
+    DEADLINES,
+    DECISIONS,
+    read_deadlines,
+    read_decisions,
+    set_due_date,
+)
+from .export import write_grades
 from .repair import NOTES, note, prepare_submissions
+from .roster import read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,8 +75,15 @@ def _digest(folder: Path, extra: str) -> str:
     return h.hexdigest()
 
 
-def stale_submissions(course: Path, assignment: str, extra: str, force: bool) -> tuple:
-    """The students to grade (again): new, resubmitted, or all with ``force``.
+def stale_submissions(
+    course: Path,
+    assignment: str,
+    extra: str,
+    force: bool,
+    own: dict[str, str] | None = None,
+) -> tuple:
+    """The students to grade (again): new, resubmitted, or all with ``force``;
+    ``own``: what else a student's grade depends on (an extension).
 
     Their old results are removed, so that nbgrader grades them; nbgrader alone
     skips a student already graded unless the submission's timestamp.txt is newer.
@@ -79,7 +94,7 @@ def stale_submissions(course: Path, assignment: str, extra: str, force: bool) ->
     digests, stale = {}, []
     for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
         student = folder.parent.name
-        digests[student] = _digest(folder, extra)
+        digests[student] = _digest(folder, extra + (own or {}).get(student, ""))
         autograded = course / "autograded" / student / assignment
         if force or state.get(student) != digests[student] or not autograded.is_dir():
             stale.append(student)
@@ -145,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         help="due dates and late policy (book/autograder/deadlines.toml)",
     )
     parser.add_argument(
+        "--decisions",
+        type=Path,
+        default=DECISIONS,
+        help="extensions, manual grades (book/autograder/decisions.toml)",
+    )
+    parser.add_argument(
         "--force",
         action="store_true",
         help="grade every submission again, changed or not",
@@ -181,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         due, late = read_deadlines(args.deadlines, args.assignment)
+        decisions = read_decisions(args.decisions)
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2
@@ -196,7 +218,21 @@ def main(argv: list[str] | None = None) -> int:
     notes = prepare_submissions(course, args.assignment)
     # a new due date, policy or limit changes every grade: grade everyone again
     settings = json.dumps([str(due), late, flags], sort_keys=True)
-    stale, digests = stale_submissions(course, args.assignment, settings, args.force)
+    # an extension changes one student's: grade that one again
+    extensions = {
+        e.student: max(0.0, (e.due - due).total_seconds())
+        for e in decisions.extensions
+        if e.assignment == args.assignment and due is not None
+    }
+    flags.append(f"--LatePolicy.extensions={json.dumps(extensions, sort_keys=True)}")
+    own = {s: f"extension {seconds}" for s, seconds in extensions.items()}
+    stale, digests = stale_submissions(
+        course,
+        args.assignment,
+        settings,
+        args.force,
+        own,
+    )
     for student, texts in notes.items():
         if student in stale:
             for text in texts:
@@ -225,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 why = f"nbgrader could not grade it ({where})"
                 note(course, args.assignment, student, f"NOT GRADED: {why}")
         (reports / "graded.json").write_text(json.dumps(graded, indent=1))
-        nbgrader("export", course=course, quiet=args.quiet)
+        write_grades(course, decisions)  # the gradebook and the decisions
         if args.feedback:
             nbgrader(
                 "generate_feedback",
@@ -253,11 +289,14 @@ def report(course: Path, assignment: str, graded: list[str], due) -> list[str]:
     lines = [f"{assignment}: {len(graded)} submission(s) graded (new or changed)"]
     if due is not None:
         lines[0] += f", due {due:%Y-%m-%d %H:%M} UTC"
+    roster = read_roster(course)
     for path in sorted(folder.glob("*.txt")):
         texts = path.read_text(encoding="utf-8").splitlines()
         if any(t.startswith("NOT GRADED") for t in texts):
             failed.append(path.stem)
-        lines += [f"  {path.stem}: {t}" for t in texts]
+        known = roster.get(path.stem)
+        who = f"{path.stem} ({known.name})" if known and known.name else path.stem
+        lines += [f"  {who}: {t}" for t in texts]
     if failed:
         lines.append(f"NOT GRADED (scored 0): {', '.join(failed)}")
     print("\n".join(lines), file=sys.stderr if failed else sys.stdout)

@@ -215,13 +215,12 @@ def _name_variants(stem: str) -> set[str]:
 def match_notebook(folder: Path, expected: str) -> tuple[Path | None, str]:
     """The notebook in ``folder`` that stands for ``expected``.ipynb, and why, in words.
 
-    The exact name, else the one notebook whose name is ``expected`` up to case,
-    spaces and a copy mark, else the only notebook there is; of several candidates,
-    the newest. None (and what was found) when nothing fits.
+    The notebooks whose name is ``expected`` up to case, spaces and a copy mark (the
+    exact name too), else the only notebook there is; of several candidates, the
+    newest (a resubmission beside the first upload; the exact name on a tie). None
+    (and what was found) when nothing fits.
     """
     exact = folder / f"{expected}.ipynb"
-    if exact.is_file():
-        return exact, ""
     found = [p for p in folder.glob("*.ipynb") if p.is_file() and not p.is_symlink()]
     notebooks = sorted(found)
     target = re.sub(r"[^a-z0-9]", "", expected.lower())
@@ -232,7 +231,9 @@ def match_notebook(folder: Path, expected: str) -> tuple[Path | None, str]:
     if not matches:
         found = ", ".join(repr(p.name) for p in notebooks) or "no notebook"
         return None, f"NOT GRADED: no {exact.name} in the submission (found {found})"
-    newest = max(matches, key=lambda p: (p.stat().st_mtime, p.name))
+    newest = max(matches, key=lambda p: (p.stat().st_mtime, p == exact, p.name))
+    if newest == exact:
+        return exact, ""
     text = f"{newest.name!r} graded as {exact.name}"
     if len(matches) > 1:
         others = ", ".join(repr(p.name) for p in matches if p != newest)

@@ -1,0 +1,306 @@
+"""Grades and feedback back to the course platform, in the platform's own formats.
+
+    python tools/grade.py export                   # `make export`: every assignment
+    python tools/grade.py export assignment1       # one assignment
+
+``<course>/grades.csv`` is an output: written from nbgrader's gradebook and the
+instructor's decisions (decisions.py) by every ``make grade`` and ``make export``,
+one row per submission or manual grade (an assignment nobody handed in has no
+row, never a 0). Its ``score`` is the autograded score less the late penalty,
+then the manual grades (a ``score`` replaces it, an ``adjust`` is added; never
+below 0), rounded to 2 decimals; ``reasons`` says why it differs.
+
+``make export`` also writes, in ``<course>/exports/``, for the students of each
+platform (roster.csv says which):
+
+* Moodle, ``<assignment>-moodle-grades.csv``: the assignment's *offline grading
+  worksheet* (Assignment > View all submissions > Grading action > Upload grading
+  worksheet; the assignment needs the feedback type "Offline grading worksheet"):
+  ``Identifier`` is ``Participant <id>``, the number of the submissions' zip, with
+  ``Full name``, ``Email address``, ``Grade``, ``Maximum grade`` and ``Last
+  modified (grade)``, the columns Moodle's importer reads;
+* Moodle, ``<assignment>-moodle-feedback.zip``: each student's feedback page as
+  ``<Full name>_<id>_assignfeedback_file_/<assignment>.html``, the layout of
+  *Upload multiple feedback files in a zip* (feedback type "Feedback files");
+* Canvas, ``canvas-grades.csv``: the Gradebook's import format (Grades > Import):
+  ``Student``, ``ID`` (Canvas's user id, the number of the submissions' zip),
+  ``SIS User ID``, ``SIS Login ID``, ``Section``, a ``Points Possible`` row, then
+  one column per assignment that has a grade, named as ``[canvas]`` in
+  deadlines.toml says (``assignment1 = "Assignment 1 (12345)"``, the header of
+  Canvas's own export) or by the assignment's name; a student without a grade
+  there has an empty cell, which Canvas leaves alone. Canvas takes feedback files
+  only one by one (SpeedGrader), so there is no Canvas feedback bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+from .decisions import DEADLINES, DECISIONS, Decisions, read_decisions
+from .roster import Student, read_roster
+
+ROOT = Path(__file__).resolve().parents[2]
+GRADES = "grades.csv"
+EXPORTS = "exports"
+COLUMNS = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+    "name",
+    "platform",
+    "platform_id",
+    "autograded_score",
+    "due_for_student",
+    "reasons",
+]
+
+
+def number(x: float | None) -> str:
+    """A score for a CSV: rounded to 2 decimals, no float noise (2.4, not
+    2.4000000000000004); '' for none."""
+    if x is None:
+        return ""
+    text = f"{round(x, 2):.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _gradebook(course: Path) -> list[dict]:
+    """Every submission in nbgrader's gradebook, autograded score and penalty."""
+    path = course / "gradebook.db"
+    if not path.is_file():
+        return []
+    from nbgrader.api import Gradebook
+
+    rows = []
+    with Gradebook(f"sqlite:///{path}") as gb:
+        for assignment in gb.assignments:
+            for sub in assignment.submissions:
+                penalty = sub.late_submission_penalty
+                rows.append(
+                    {
+                        "assignment": assignment.name,
+                        "duedate": assignment.duedate,
+                        "timestamp": sub.timestamp,
+                        "student_id": sub.student.id,
+                        "raw_score": float(sub.score or 0.0),
+                        "late_submission_penalty": float(penalty or 0.0),
+                        "max_score": float(assignment.max_score or 0.0),
+                    }
+                )
+    return rows
+
+
+def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
+    """grades.csv's rows: the gradebook with the decisions applied, sorted."""
+    roster = read_roster(course)
+    rows = {(r["assignment"], r["student_id"]): r for r in _gradebook(course)}
+    for g in decisions.grades:  # manual-only assignments (the project)
+        key = (g.assignment, g.student)
+        if key not in rows:
+            rows[key] = {
+                "assignment": g.assignment,
+                "duedate": None,
+                "timestamp": None,
+                "student_id": g.student,
+                "raw_score": None,
+                "late_submission_penalty": None,
+                "max_score": decisions.points.get(g.assignment),
+            }
+    out = []
+    for (assignment, sid), row in sorted(rows.items()):
+        auto = None
+        if row["raw_score"] is not None:
+            auto = max(0.0, row["raw_score"] - row["late_submission_penalty"])
+        score, reasons = auto, []
+        for g in decisions.manual(assignment, sid):
+            if g.score is not None:
+                score = g.score
+                reasons.append(f"score {number(g.score)}: {g.reason}")
+            else:
+                score = (score or 0.0) + g.adjust
+                reasons.append(f"{g.adjust:+g}: {g.reason}")
+        due = decisions.extension(assignment, sid)
+        if due is not None:
+            reasons.append(f"extension to {due:%Y-%m-%d %H:%M} UTC")
+        student = roster.get(sid) or Student(sid)
+        max_score = decisions.points.get(assignment, row["max_score"])
+        out.append(
+            {
+                **row,
+                "email": student.email,
+                "last_name": "",
+                "first_name": "",
+                "name": student.name,
+                "platform": student.platform,
+                "platform_id": student.platform_id,
+                "autograded_score": auto,
+                "score": None if score is None else max(0.0, score),
+                "max_score": max_score,
+                "due_for_student": due or row["duedate"],
+                "reasons": "; ".join(reasons),
+            }
+        )
+    return out
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, dt.datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S}"
+    return "" if value is None else str(value)
+
+
+def write_grades(course: Path, decisions: Decisions) -> list[dict]:
+    """Write ``<course>/grades.csv`` (see the module); return its rows."""
+    rows = grade_rows(course, decisions)
+    with open(course / GRADES, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in COLUMNS])
+    return rows
+
+
+def _of(rows: list[dict], platform: str, assignment: str | None = None) -> list:
+    wanted = [r for r in rows if r["platform"] == platform]
+    return [r for r in wanted if assignment in (None, r["assignment"])]
+
+
+def write_moodle(rows: list[dict], assignment: str, path: Path, now: dt.datetime):
+    """Moodle's grading worksheet of ``assignment`` (see the module)."""
+    header = [
+        "Identifier",
+        "Full name",
+        "Email address",
+        "Grade",
+        "Maximum grade",
+        "Last modified (grade)",
+    ]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for r in _of(rows, "moodle", assignment):
+            writer.writerow(
+                [
+                    f"Participant {r['platform_id']}",
+                    r["name"],
+                    r["email"],
+                    number(r["score"]),
+                    number(r["max_score"]),
+                    f"{now:%Y-%m-%d %H:%M:%S} UTC",
+                ]
+            )
+
+
+def moodle_feedback_zip(course: Path, rows: list[dict], assignment: str, path: Path):
+    """Each Moodle student's feedback pages, as Moodle's feedback-files zip."""
+    count = 0
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for r in _of(rows, "moodle", assignment):
+            pages = course / "feedback" / r["student_id"] / assignment
+            # Moodle splits the folder's name at '_': none in the name
+            name = (r["name"] or "Participant").replace("_", " ").replace("/", " ")
+            folder = f"{name}_{r['platform_id']}_assignfeedback_file_"
+            for page in sorted(pages.glob("*.html")):
+                archive.write(page, f"{folder}/{page.name}")
+                count += 1
+    return count
+
+
+def canvas_columns(deadlines: Path) -> dict[str, str]:
+    """``[canvas]`` of deadlines.toml: {assignment: Canvas's column header}."""
+    if not deadlines.is_file():
+        return {}
+    config = tomllib.loads(deadlines.read_text(encoding="utf-8"))
+    columns = config.get("canvas", {})
+    if not all(isinstance(v, str) for v in columns.values()):
+        expected = 'assignment = "Canvas column"'
+        raise ValueError(f"{deadlines}: [canvas] expects {expected}, got {columns!r}")
+    return columns
+
+
+def write_canvas(rows: list[dict], path: Path, columns: dict[str, str]):
+    """Canvas's gradebook import CSV of every graded assignment (see the module)."""
+    mine = _of(rows, "canvas")
+    assignments = sorted({r["assignment"] for r in mine if r["score"] is not None})
+    students: dict[str, dict] = {}
+    for r in mine:
+        students.setdefault(r["student_id"], {"row": r})[r["assignment"]] = r
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        fixed = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+        writer.writerow(fixed + [columns.get(a, a) for a in assignments])
+        maxima = {r["assignment"]: r["max_score"] for r in mine}
+        points = [number(maxima[a]) for a in assignments]
+        writer.writerow(["Points Possible", "", "", "", ""] + points)
+        for sid in sorted(students, key=lambda s: (len(s), s)):
+            first = students[sid]["row"]
+            mine = students[sid]
+            cells = [number(mine[a]["score"]) if a in mine else "" for a in assignments]
+            writer.writerow([first["name"], first["platform_id"], "", "", ""] + cells)
+
+
+def export(
+    course: Path,
+    assignments: list[str] | None = None,
+    decisions_path: Path = DECISIONS,
+    deadlines: Path = DEADLINES,
+) -> list[str]:
+    """grades.csv and every platform's files in ``course``/exports; what was written."""
+    decisions = read_decisions(decisions_path)
+    rows = write_grades(course, decisions)
+    wanted = assignments or sorted({r["assignment"] for r in rows})
+    out = course / EXPORTS
+    out.mkdir(exist_ok=True)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
+    done = [f"{course / GRADES}: {len(rows)} grade(s)"]
+    for assignment in wanted:
+        moodle = _of(rows, "moodle", assignment)
+        if moodle:
+            path = out / f"{assignment}-moodle-grades.csv"
+            write_moodle(rows, assignment, path, now)
+            done.append(f"{path}: {len(moodle)} grade(s), Moodle's grading worksheet")
+            path = out / f"{assignment}-moodle-feedback.zip"
+            pages = moodle_feedback_zip(course, rows, assignment, path)
+            done.append(f"{path}: {pages} feedback page(s)")
+    if _of(rows, "canvas"):
+        path = out / "canvas-grades.csv"
+        write_canvas(
+            [r for r in rows if r["assignment"] in wanted],
+            path,
+            canvas_columns(deadlines),
+        )
+        done.append(f"{path}: Canvas's gradebook import")
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignments", nargs="*", help="default: every one graded")
+    parser.add_argument("--course", type=Path, default=ROOT / "_grading")
+    parser.add_argument("--decisions", type=Path, default=DECISIONS)
+    parser.add_argument("--deadlines", type=Path, default=DEADLINES)
+    args = parser.parse_args(argv)
+    try:
+        course = args.course.resolve()
+        done = export(course, args.assignments, args.decisions, args.deadlines)
+    except (ValueError, OSError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    print("\n".join(done))
+    return 0
