@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student site-test clean grade collect export hub-links slides test-quick
+.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -29,6 +29,7 @@ help:
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
+	@echo "make editions the branches the release publishes (student, instructor; plain Markdown) into _editions/"
 	@echo "make collect ZIP=downloads.zip A=assignment1  a course platform's zip of submissions into _grading/submitted/"
 	@echo "              (ROSTER=class.csv: your class list, columns id, name, email; students keyed by the platform's id)"
 	@echo "make grade A=assignment1  grade _grading/submitted/ (new and resubmitted work), each submission in a bubblewrap sandbox"
@@ -110,6 +111,13 @@ student: setup
 	$(BIN)/python tools/make_student.py --out _student
 	$(BIN)/jupyter-book build _student --warningiserror --nitpick --keep-going
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
+
+# The editions the release publishes (.github/workflows/pages.yml pushes each to its branch):
+# _editions/student (branch student) and _editions/instructor (branch instructor), every chapter
+# in plain Markdown for Colab, Binder, hubs and GitHub (tools/make_editions.py).
+editions: setup
+	$(BIN)/python tools/make_student.py --out _student
+	$(BIN)/python tools/make_editions.py --student _student --out _editions
 
 # Collect a course platform's zip of downloads (Moodle, Canvas, a folder per student) into
 # _grading/submitted/<student>/<assignment>/, with each submission's time (tools/collect.py).
