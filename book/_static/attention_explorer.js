@@ -61,6 +61,8 @@
     const defs = el("defs", {});
     defs.appendChild(grad);
     svg.appendChild(defs);
+    // on white, as the map is (the site's dark mode keeps the map's white background)
+    svg.appendChild(el("rect", { x: 6, y: 2, width: width - 12, height: bar, fill: "#ffffff" }));
     svg.appendChild(el("rect", { x: 6, y: 2, width: width - 12, height: bar,
       fill: "url(#ae-gradient)", stroke: "#888888" }));
     [0, 0.25, 0.5, 0.75, 1].forEach((v) => {
