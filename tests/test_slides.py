@@ -117,7 +117,7 @@ def test_every_mistake_box_and_exercise_is_a_slide_without_solutions(decks):
         assert heading(inner).startswith("Common mistake:") and "<dt>The mistake</dt>" in inner
     # a box that says its check gets it on the slide ("The check: no weight above the diagonal.")
     inverted = [i for i in mistakes if "inverted causal mask" in heading(i) and "above the diagonal" in i]
-    assert inverted and "<dt>The check</dt>" in inverted[0]
+    assert inverted and "<dt>The check</dt><dd><p>No weight above the diagonal.</p>" in inverted[0]
     assert sum("<dt>The fix</dt>" in i for i in mistakes) >= 20
     assert sum("<dt>The check</dt>" in i for i in mistakes) >= 20
     titles = [heading(inner) for p, _ in written for kind, inner in slides_of(p) if kind == "exercise"]

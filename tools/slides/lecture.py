@@ -134,7 +134,7 @@ def mistake_slide(box: Block) -> Slide:
         said = "The chapter's check, which fails on the mistake" if box.check_fails else "The chapter shows its effect"
         rows.append(("The check", f"<p>{said}:</p>{code}"))
     elif check:  # "The check below, the longest wavelength, ...": no "below" on a slide
-        said = " ".join(re.sub(r"\s+(?:below|above)\b", "", c) for c in check)
+        said = " ".join(re.sub(r"\b([Cc]heck|[Cc]ells?|[Ee]xperiment)\s+(?:below|above)\b", r"\1", c) for c in check)
         rows.append(("The check", render(said)))
     body = '<dl class="mistake">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"
     notes = [box.text]
