@@ -80,3 +80,17 @@ def test_no_page_shows_a_wall_of_progress_bars(site):
     assert not walls, f"stderr output shown on the site: {walls}"
     chapter7 = (ROOT / "notebooks" / "07_full_model.ipynb").read_text()
     assert '"name": "stderr"' in chapter7  # the check above would pass trivially without any
+
+
+def test_every_page_has_the_books_layout_and_one_search_field(site):
+    """book/_static/aiayn.css is linked from every page, and no page has the theme's header
+    bar with a second search field (book/_ext/aiayn_book.py sets navbar_persistent empty)."""
+    assert (site / "_static" / "aiayn.css").is_file()
+    for page in site.rglob("*.html"):
+        if {"_static", "_sources"} & set(page.parts):
+            continue
+        text = page.read_text(errors="replace")
+        if 'http-equiv="refresh"' in text[:2000].lower():
+            continue
+        assert "_static/aiayn.css" in text, f"{page.relative_to(site)} lacks the book's stylesheet"
+        assert "navbar-persistent--container" not in text, f"{page.relative_to(site)} has a header search field"
