@@ -162,7 +162,11 @@ def test_student_edition_stands_alone(edition):
     names = zipfile.ZipFile(wheel).namelist()
     assert "aiayn_helpers/exercises.py" in names and not any(n.startswith(("notebooks/", "book/")) for n in names)
     intro = (out / "book" / "intro.md").read_text()
-    assert "student edition" in intro and "drop-down" not in intro and "rocket" not in intro
+    assert "student edition" in intro and "drop-down" not in intro
+    # the rocket icon it names is there: the site's Colab and Binder buttons (to the student branch)
+    launch = yaml.safe_load((out / "_config.yml").read_text())["launch_buttons"]
+    assert "rocket icon" in intro and "Colab" in intro and "Binder" in intro
+    assert launch["colab_url"] and launch["binderhub_url"]
     for word in ("## Install", "## Run", "## Check your answers"):
         assert word in intro
     released = sorted(p.name for p in (out / "assignments").glob("*.ipynb"))
