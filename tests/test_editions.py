@@ -336,6 +336,8 @@ def test_release_workflow_publishes_both_editions_once_the_tag_exists():
     assert job["needs"] == "build" and job["permissions"] == {"contents": "write"}
     runs = "\n".join(s.get("run", "") for s in job["steps"])
     assert "git ls-remote --exit-code" in runs and "refs/tags/$TAG" in runs, "publishes only a release that exists"
+    # ... whose package is this commit's, which the cells' git+REPO@TAG then installs
+    assert 'git diff --quiet "$TAG" "$SHA" -- aiayn_helpers pyproject.toml' in runs
     for name, branch in make_editions.EDITIONS.items():
         assert f"publish {name} {branch}" in runs
     assert "release_tag()" in build_runs, "the tag is set_repository_url.release_tag(), what the cells install"
