@@ -354,7 +354,8 @@ def notebook_blocks(path: Path) -> list[Block]:
                 open_box.check, open_box.check_fails = assertion(cell.source)
             meta = cell.metadata.get("mystnb", {}).get("image", {})
             alt = meta.get("alt", f"A figure of the section {section}.")
-            for output in cell.get("outputs", []):
+            hidden = {"remove-cell", "remove-output", "exercise-quiz"} & set(cell.metadata.get("tags", []))
+            for output in [] if hidden else cell.get("outputs", []):  # what the site hides, the slides do too
                 img = figure_html(output, alt)
                 if img:
                     blocks.append(Block("figure", alt, extra=img))
