@@ -439,7 +439,7 @@ def test_quiz_survives_a_mathjax_that_has_not_loaded(context, server, page_path)
 LAYOUT_VIEWPORTS = {"laptop": (1280, 900), "phone": (390, 844)}
 _JS_LAYOUT = """() => {
   const vw = document.documentElement.clientWidth;
-  const cells = Array.from(document.querySelectorAll('.cell_input pre'));
+  const cells = Array.from(document.querySelectorAll('.cell_input pre, .cell_output pre'));
   return {
     viewport: vw,
     page: document.documentElement.scrollWidth,
@@ -481,7 +481,8 @@ def test_no_page_is_wider_than_the_screen(layouts, viewport):
 
 
 def test_no_code_cell_scrolls_sideways_on_a_laptop(layouts):
-    """At 1280 px every code cell of every chapter shows its 88 columns without a scrollbar."""
+    """At 1280 px every code cell of every chapter shows its 88 columns without a scrollbar,
+    and its printed output wraps rather than scrolling."""
     chapters = [p for (v, p) in layouts if v == "laptop" and p in CHAPTERS]
     if not chapters:
         pytest.skip(f"no built site in {SITE}: run `make book`")
