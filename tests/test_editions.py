@@ -341,3 +341,20 @@ def test_release_workflow_publishes_both_editions_once_the_tag_exists():
     for name, branch in make_editions.EDITIONS.items():
         assert f"publish {name} {branch}" in runs
     assert "release_tag()" in build_runs, "the tag is set_repository_url.release_tag(), what the cells install"
+
+
+def test_hub_links_open_the_student_branch(editions, capsys):
+    """`make hub-links` (nbgitpuller) pulls the branch student and opens its notebooks, which exist there."""
+    from urllib.parse import parse_qs, urlsplit
+
+    import hub_links
+
+    assert hub_links.main(["--hub", "https://hub.example.edu"]) == 0
+    urls = re.findall(r"https://hub\.example\.edu/\S+", capsys.readouterr().out)
+    assert len(urls) == len(NOTEBOOKS)
+    for url in urls:
+        query = parse_qs(urlsplit(url).query)
+        assert query["branch"] == [make_editions.EDITIONS["student"]]
+        clone = hub_links.clone_folder(query["repo"][0])
+        path = query["urlpath"][0].removeprefix(f"lab/tree/{clone}/")
+        assert (editions["student"] / path).is_file(), url
