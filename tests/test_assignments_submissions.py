@@ -93,9 +93,11 @@ def _round_one(released: nbformat.NotebookNode) -> dict[str, tuple[str, nbformat
     on_time = DUE - dt.timedelta(days=1)
     correct = _fill(released, _answers())
     deleting = _fill(released, _answers(**WRONG_PADDING))
-    deleting.cells = [c for c in deleting.cells if c.metadata["nbgrader"].get("grade_id") != "test_padding_mask"]
+    deleting.cells = [
+        c for c in deleting.cells if c.metadata.get("nbgrader", {}).get("grade_id") != "test_padding_mask"
+    ]
     for cell in deleting.cells:
-        if cell.metadata["nbgrader"].get("grade_id") == "test_DecoderLayer":
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_DecoderLayer":
             cell.source = "pass"
     looping = _answers(causal_answer="def causal_mask(size):\n    while True:\n        pass\n\n\ncausal_mask(3)\n")
     return {

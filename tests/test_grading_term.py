@@ -277,12 +277,12 @@ def test_the_canvas_export_carries_canvas_ids_in_canvas_columns(canvas_term):
     assert roster.read_roster(course)["3003"].email == "ivan@example.edu"
 
 
-def test_the_released_assignment_ends_with_am_i_done(moodle_term, tmp_path):
+def test_the_released_assignment_ends_with_am_i_done(course_folder, tmp_path):
     """The last cell a student runs: every visible test passes for a right answer;
     a blank notebook is told which functions are not written yet (issue #34)."""
     from nbclient import NotebookClient
 
-    course, _ = moodle_term
+    course = _course(*course_folder, "release")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     assert released.cells[-1].id == "am-i-done"
     texts = {}
