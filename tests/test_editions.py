@@ -115,8 +115,8 @@ def test_myst_syntax_finds_every_kind_and_nothing_in_code():
 
 def test_plain_markdown_refuses_what_it_cannot_render():
     ctx = _context()
-    with pytest.raises(ValueError, match=r"directive \{figure\}"):
-        pm.plain("```{figure} a.png\nCaption\n```", ctx)
+    with pytest.raises(ValueError, match=r"directive \{code-cell\}"):
+        pm.plain("```{code-cell} ipython3\n1 + 1\n```", ctx)
     with pytest.raises(ValueError, match=r"role \{glue:text\}"):
         pm.plain("{glue:text}`x`", ctx)
     with pytest.raises(ValueError, match="not in the bibliography"):
@@ -358,3 +358,19 @@ def test_hub_links_open_the_student_branch(editions, capsys):
         clone = hub_links.clone_folder(query["repo"][0])
         path = query["urlpath"][0].removeprefix(f"lab/tree/{clone}/")
         assert (editions["student"] / path).is_file(), url
+
+
+def test_plain_markdown_of_tabs_figures_and_small_roles():
+    ctx = _context()
+    text = (
+        "::::{tab-set}\n:::{tab-item} PyTorch\nUse `nn.Linear`.\n:::\n:::{tab-item} NumPy\n$x W^\\top$\n:::\n::::\n\n"
+        "```{figure} ../book/figures/ch02_masks.svg\n:alt: Three masks as grids\nThe masks.\n```\n\n"
+        "```{margin} Aside\nA note.\n```\n\n"
+        "H{sub}`2`O, x{sup}`2`, {kbd}`Ctrl`, {abbr}`BPE (byte-pair encoding)`"
+    )
+    assert pm.plain(text, ctx) == (
+        "**PyTorch**\n\nUse `nn.Linear`.\n\n**NumPy**\n\n$x W^\\top$\n\n"
+        f"![Three masks as grids]({SITE}_images/ch02_masks.svg)\n\nThe masks.\n\n"
+        "> **Aside**\n>\n> A note.\n\n"
+        'H<sub>2</sub>O, x<sup>2</sup>, <kbd>Ctrl</kbd>, <abbr title="byte-pair encoding">BPE</abbr>'
+    )

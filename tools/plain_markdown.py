@@ -13,7 +13,10 @@ of a notebook so that it reads the same there as on the site:
   "(Vaswani et al., 2017)", each name a link to the work (its ``url`` or ``doi`` in
   book/references.bib);
 * ``{ref}``, ``{numref}``, ``{doc}`` and ``{py:obj}`` are links to the page and anchor
-  of the published site; ``{math}`` is ``$...$``;
+  of the published site; ``{math}`` is ``$...$``; ``{sub}``, ``{sup}``, ``{kbd}`` and
+  ``{abbr}`` are their HTML elements;
+* tabs are a bold title over each tab's text; a ``{figure}`` or ``{image}`` is an image
+  (the site's copy) with its caption below;
 * labels (``(name)=`` and ``:label:``) go; a figure's relative path becomes the
   site's copy of it.
 
@@ -38,8 +41,9 @@ BIBLIOGRAPHY = ROOT / "book" / "references.bib"
 
 ADMONITIONS = {
     "admonition", "note", "warning", "tip", "hint", "important", "caution", "attention",
-    "danger", "error", "seealso", "dropdown", "topic",
+    "danger", "error", "seealso", "dropdown", "topic", "margin", "sidebar", "card",
 }  # fmt: skip
+TITLED = {"admonition", "dropdown", "topic", "margin", "sidebar", "card"}  # the argument is the whole title
 EXERCISES = {"exercise", "exercise-start", "solution", "solution-start"}
 CLOSERS = {"exercise-end", "solution-end"}
 
@@ -221,6 +225,11 @@ def role(ctx: Context, name: str, body: str) -> str:
         return f"[`{text or target}`]({ctx.site}book/api.html#{target.lstrip('~')})"
     if name == "math":
         return f"${body}$"
+    if name in ("sub", "sup", "kbd"):
+        return f"<{name}>{body}</{name}>"
+    if name == "abbr":
+        text, expansion = _titled(body.replace("(", "<", 1).replace(")", ">", 1)) if "(" in body else ("", body)
+        return f'<abbr title="{expansion}">{text or expansion}</abbr>'
     raise ValueError(f"no plain Markdown for the role {{{name}}} (add it to tools/plain_markdown.py)")
 
 
@@ -269,7 +278,7 @@ def _directive(ctx: Context, name: str, arg: str, options: dict[str, str], body:
     if name in CLOSERS:
         return ""
     if name in ADMONITIONS:
-        title = arg if name in ("admonition", "dropdown", "topic") else (arg or name.capitalize())
+        title = arg if name in TITLED else (arg or name.capitalize())
         if name == "seealso" and not arg:
             title = "See also"
         return _blockquote(_roles(ctx, title), _convert(ctx, body))
@@ -284,6 +293,14 @@ def _directive(ctx: Context, name: str, arg: str, options: dict[str, str], body:
         return heading + ("\n\n" + body if body.strip() else "")
     if name == "math":
         return f"$$\n{body.strip()}\n$$"
+    if name == "tab-set":
+        return _convert(ctx, body)
+    if name == "tab-item":
+        return f"**{_roles(ctx, arg)}**\n\n{_convert(ctx, body)}"
+    if name in ("figure", "image"):
+        alt = options.get("alt", "")
+        image = _links(ctx, f"![{alt}]({arg})")
+        return image + ("\n\n" + _convert(ctx, body) if name == "figure" and body.strip() else "")
     raise ValueError(f"no plain Markdown for the directive {{{name}}} (add it to tools/plain_markdown.py)")
 
 
