@@ -57,6 +57,7 @@ import numpy as np
 import torch
 
 __all__ = [
+    "OneOf",
     "Reference",
     "WrongAnswer",
     "check",
@@ -388,6 +389,26 @@ class Reference:
         return f"your value{shown} is not the right one (compared {compared})"
 
 
+class OneOf:
+    """Several right answers: an answer is right when it matches any of them.
+
+    For an exercise whose text leads to one answer and whose exact data to another
+    (an estimate "about 63 M" and the exact count). Each alternative is what
+    ``expected`` may be (a :class:`Reference`, a number, ...); a wrong answer is told
+    how it differs from the first.
+    """
+
+    def __init__(self, *alternatives: Any) -> None:
+        if len(alternatives) < 2:
+            raise ValueError(
+                f"OneOf takes two or more right answers, got {len(alternatives)}"
+            )
+        self.alternatives = alternatives
+
+    def __repr__(self) -> str:
+        return f"OneOf({len(self.alternatives)} answers)"
+
+
 def _nan_reason(answer: Any) -> str | None:
     """What a NaN in a numeric answer is called in a message (None: no NaN)."""
     array = _as_array(answer)
@@ -409,6 +430,8 @@ def _with_label(expected: Any, label: str) -> Any:
     """Tell every :class:`Reference` inside ``expected`` the exercise it belongs to."""
     if isinstance(expected, Reference):
         expected.label = label
+    elif isinstance(expected, OneOf):
+        _with_label(list(expected.alternatives), label)
     elif isinstance(expected, Mapping):
         for value in expected.values():
             _with_label(value, label)
@@ -422,6 +445,9 @@ def _difference(answer: Any, expected: Any, rtol: float, atol: float) -> str | N
     """None when ``answer`` matches ``expected``; otherwise what differs, in words."""
     if isinstance(expected, Reference):
         return expected.difference(answer)
+    if isinstance(expected, OneOf):
+        reasons = [_difference(answer, e, rtol, atol) for e in expected.alternatives]
+        return None if None in reasons else reasons[0]
     want = _as_array(expected)
     if want is not None:
         return _array_difference(answer, want, rtol, atol)
@@ -569,8 +595,9 @@ def check(
             as a wrong answer.
         expected: the right answer: a tensor or array (compared by shape, then values
             with ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
-            :class:`Reference` (a digest: the value is not shown), or a list, tuple
-            or dict of those. A function is called first (after the answer's).
+            :class:`Reference` (a digest: the value is not shown), a list, tuple
+            or dict of those, or :class:`OneOf` them (several right answers). A
+            function is called first (after the answer's).
         why: one sentence said when the answer is right (what it shows), and only then.
         hint: one sentence added when the answer is wrong and no mistake is named; it
             must not state the answer.
