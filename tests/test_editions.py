@@ -210,6 +210,7 @@ def test_an_edition_holds_only_what_works_for_its_reader(editions, edition):
         make_editions.colab_link(set_repository_url.owner_repo(set_repository_url.repository_url()), branch) in readme
     )
     assert make_editions.package_spec() in readme
+    assert f"Python {make_editions.python_range()}," in readme and make_editions.python_range() == "3.11 to 3.14"
 
 
 def test_student_edition_has_no_solution(editions):

@@ -25,6 +25,7 @@ pushes each folder to its branch after the tests pass, once the tag exists.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -70,7 +71,7 @@ and replaced at every release: do not edit it.
 - **Colab**: [chapter 0]({colab}) (for another chapter, change the file name at the
   end of the address). The first cell installs the book's package.
 - **Binder**: [every chapter]({binder}) in JupyterLab (`binder/` installs it).
-- **Your own machine** (Python 3.11 to 3.14, CPU only):
+- **Your own machine** (Python {pythons}, CPU only):
 
   ```bash
   python3 -m venv .venv && source .venv/bin/activate
@@ -110,7 +111,19 @@ def readme(edition: str, repo: str, assignments: bool) -> str:
         binder=binder_link(repo, EDITIONS[edition]),
         torch=make_student.torch_pin(requirements),
         package=package_spec(),
+        pythons=python_range(),
     )
+
+
+def python_range(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The Pythons, "3.11 to 3.14", of pyproject.toml's ``requires-python = ">=3.11,<3.15"``."""
+    import tomllib
+
+    requires = tomllib.loads(pyproject.read_text())["project"]["requires-python"]
+    m = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", requires)
+    if not m:
+        raise ValueError(f"expected requires-python of the form >=3.X,<3.Y, got {requires!r}")
+    return f"3.{m[1]} to 3.{int(m[2]) - 1}"
 
 
 def binder_requirements(root: Path = ROOT) -> str:
