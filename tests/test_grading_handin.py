@@ -96,3 +96,17 @@ def test_the_hand_in_text_comes_from_the_deadlines_file(tmp_path):
 def test_the_book_sets_a_hand_in_text():
     text = handin.hand_in_text(handin.DEADLINES, "assignment1", "assignment1")
     assert "assignment1.ipynb" in text and text != handin.DEFAULT.format(notebook="assignment1.ipynb")
+
+
+def test_grading_takes_out_the_check_cell_only_as_released():
+    """It grades nothing and runs tests with exec: out before grading, unless edited."""
+    from grading import repair
+
+    release = _released()
+    release.cells.append(handin.check_cell(release, "x"))
+    nb = nbformat.from_dict(release)
+    assert repair.CHECK == handin.CELL_ID
+    assert [c.get("id") for c in repair.drop_check_cell(nb, release).cells][-1] != handin.CELL_ID
+    edited = nbformat.from_dict(release)
+    edited.cells[-1].source += "\nprint('mine')"
+    assert repair.drop_check_cell(edited, release).cells[-1].id == handin.CELL_ID

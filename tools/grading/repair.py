@@ -26,6 +26,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
 NOTES = "reports"  # <course>/reports/<assignment>/<student>.txt: what grading changed
+CHECK = "am-i-done"  # the id of handin.py's cell in a released notebook
 
 
 def _course_of(resources: dict) -> Path | None:
@@ -149,13 +150,28 @@ def _release_of(resources: dict) -> NotebookNode | None:
     return nbformat.read(path, as_version=4) if path.is_file() else None
 
 
+def drop_check_cell(nb: NotebookNode, release: NotebookNode) -> NotebookNode:
+    """``nb`` without the "Am I done?" cell (handin.py) when it is as released: it
+    grades nothing, and it runs the visible tests with ``exec``. A student's edited
+    copy stays, and runs and is read like any other cell."""
+    released = [_normal(c.source) for c in release.cells if c.get("id") == CHECK]
+
+    def as_released(cell) -> bool:
+        return cell.get("id") == CHECK and _normal(cell.source) in released
+
+    nb.cells = [c for c in nb.cells if not as_released(c)]
+    return nb
+
+
 class RecoverCells(NbGraderPreprocessor):
-    """Before nbgrader's checks: lost metadata recovered, deleted tests put back."""
+    """Before nbgrader's checks: lost metadata recovered, deleted tests put back,
+    the "Am I done?" cell as released taken out (``drop_check_cell``)."""
 
     def preprocess(self, nb, resources):
         release = _release_of(resources)
         if release is None:
             return nb, resources
+        nb = drop_check_cell(nb, release)
         nb, done = recover_cells(nb, release)
         ids = resources["nbgrader"]
         for text in done:
