@@ -1,6 +1,10 @@
 """A chapter as a reader sees it in JupyterLab (their machine, Binder, a class hub), where
 jupyterlab-myst renders its MyST: a browser opens it and finds the markup rendered, not raw.
 
+The same chapter as the published editions hold it (plain Markdown, tools/plain_markdown.py)
+is opened in a JupyterLab with jupyterlab-myst turned off, which, like Colab and GitHub,
+renders CommonMark and math only.
+
 Starts `jupyter lab` on a free localhost port with a token, in a temporary copy of the
 chapters (nothing is saved into the repository), and drives Chromium through Playwright as
 tests/test_site.py does. The screenshots land in AIAYN_SCREENSHOTS (if set), to look at.
@@ -8,6 +12,7 @@ tests/test_site.py does. The screenshots land in AIAYN_SCREENSHOTS (if set), to 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -28,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import plain_markdown  # noqa: E402
 from test_site import CHROMIUM_FLAGS, find_chromium  # noqa: E402
 
-pytestmark = pytest.mark.slow  # starts JupyterLab and a browser: about 30 s
+pytestmark = pytest.mark.slow  # starts JupyterLab twice and a browser: 40 s to 2 min
 
 CHAPTER = "03_multi_head_attention.ipynb"  # admonitions with math, four exercises, citations, labels
 
@@ -39,17 +44,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """``(base URL, token)`` of a JupyterLab serving a copy of notebooks/, with its own settings."""
+@contextlib.contextmanager
+def _jupyter_lab(tmp: Path, *, myst: bool = True):
+    """``(base URL, token)`` of a JupyterLab serving ``tmp``, with its own settings (and
+    jupyterlab-myst turned off when ``myst`` is false, as in a JupyterLab without it)."""
     jupyter = Path(sys.executable).with_name("jupyter")
-    if not jupyter.exists():
-        pytest.skip("jupyter is not installed in this environment")
-    if find_chromium() is None:
-        pytest.skip("no Chromium found (apt-get install chromium, as .ci/run does): browser test skipped")
-    tmp = tmp_path_factory.mktemp("lab")
-    shutil.copytree(ROOT / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.py", "*.toml"))
-    shutil.copy2(tmp / "notebooks" / CHAPTER, tmp / CHAPTER)  # as it was opened, to compare with
     settings = tmp / "settings"
     for plugin, values in {
         "notebook-extension/tracker": {"windowingMode": "none"},  # render every cell, not only those in view
@@ -58,6 +57,10 @@ def lab(tmp_path_factory):
         path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
+    if not myst:
+        (tmp / "config" / "labconfig").mkdir(parents=True)
+        page_config = {"disabledExtensions": {"jupyterlab-myst": True}}
+        (tmp / "config" / "labconfig" / "page_config.json").write_text(json.dumps(page_config))
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp / "config"),
@@ -85,7 +88,7 @@ def lab(tmp_path_factory):
                 time.sleep(0.5)
         else:
             pytest.fail("jupyter lab did not answer within 120 s")
-        yield base, token, tmp
+        yield base, token
     finally:
         server.terminate()
         try:
@@ -95,34 +98,66 @@ def lab(tmp_path_factory):
         log.close()
 
 
+@contextlib.contextmanager
+def _chapter_page(browser, base: str, token: str, math: str):
+    """The chapter open in a fresh browser context, every markdown cell rendered and its
+    ``math`` elements typeset."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(120_000)
+    page = context.new_page()
+    page.goto(f"{base}/lab/tree/notebooks/{CHAPTER}?token={token}&reset")
+    page.wait_for_selector(".jp-Notebook .jp-MarkdownCell")
+    page.wait_for_function(
+        "math => document.querySelectorAll('.jp-MarkdownCell').length > 20 &&"
+        " [...document.querySelectorAll('.jp-MarkdownCell')].every(c => c.classList.contains('jp-mod-rendered'))"
+        " && document.querySelectorAll('.jp-MarkdownCell ' + math).length > 20",
+        arg=math,
+    )
+    time.sleep(2)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="module")
-def page(lab):
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip("no Chromium found (apt-get install chromium, as .ci/run does): browser test skipped")
+def browser():
+    _require_lab_and_browser()
     from playwright.sync_api import sync_playwright
 
-    base, token, _ = lab
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(120_000)
-        page = context.new_page()
-        page.goto(f"{base}/lab/tree/notebooks/{CHAPTER}?token={token}&reset")
-        page.wait_for_selector(".jp-Notebook .jp-MarkdownCell")
-        # every markdown cell rendered (no editor left open) and its math typeset (KaTeX)
-        page.wait_for_function(
-            "() => document.querySelectorAll('.jp-MarkdownCell').length > 20 &&"
-            " [...document.querySelectorAll('.jp-MarkdownCell')].every(c => c.classList.contains('jp-mod-rendered'))"
-            " && document.querySelectorAll('.jp-MarkdownCell .katex').length > 20"
-        )
-        time.sleep(2)
+        browser = p.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+def _require_lab_and_browser() -> None:
+    if not Path(sys.executable).with_name("jupyter").exists():
+        pytest.skip("jupyter is not installed in this environment")
+    if find_chromium() is None:
+        pytest.skip("no Chromium found (apt-get install chromium, as .ci/run does): browser test skipped")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """``(base URL, token, folder)`` of a JupyterLab with jupyterlab-myst serving a copy of notebooks/."""
+    _require_lab_and_browser()
+    tmp = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.py", "*.toml"))
+    shutil.copy2(tmp / "notebooks" / CHAPTER, tmp / CHAPTER)  # as it was opened, to compare with
+    with _jupyter_lab(tmp) as (base, token):
+        yield base, token, tmp
+
+
+@pytest.fixture(scope="module")
+def page(browser, lab):
+    base, token, _ = lab
+    with _chapter_page(browser, base, token, ".katex") as page:  # jupyterlab-myst typesets with KaTeX
         yield page
         shots = os.environ.get("AIAYN_SCREENSHOTS")
         if shots:
             Path(shots).mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(Path(shots) / "jupyterlab_chapter.png"))
-        browser.close()
 
 
 def _markdown_text(page) -> str:
@@ -195,3 +230,43 @@ def test_saving_keeps_every_cell(page, lab):
     assert path.stat().st_mtime_ns != before, "JupyterLab did not save the notebook"
     saved, original = (nbformat.read(p, as_version=4) for p in (path, tmp / CHAPTER))
     assert saved.cells == original.cells
+
+
+# ---------------------------------------------------------------- the plain-Markdown edition
+
+
+@pytest.fixture(scope="module")
+def plain_page(browser, tmp_path_factory):
+    """The chapter as the published editions hold it (tools/plain_markdown.py), in a JupyterLab
+    without jupyterlab-myst: what Colab and GitHub, which load no extension, also receive."""
+    import nbformat
+
+    _require_lab_and_browser()
+    tmp = tmp_path_factory.mktemp("plain")
+    (tmp / "notebooks").mkdir()
+    nb = plain_markdown.plain_notebook(nbformat.read(ROOT / "notebooks" / CHAPTER, 4), plain_markdown.book_context())
+    nbformat.write(nb, tmp / "notebooks" / CHAPTER)
+    with _jupyter_lab(tmp, myst=False) as (base, token):
+        with _chapter_page(browser, base, token, "mjx-container") as page:  # JupyterLab's own MathJax
+            yield page
+
+
+def test_plain_edition_reads_cleanly_without_the_extension(plain_page):
+    """Admonitions are blockquotes headed by their bold title, with typeset math; exercises are
+    headings with the site's numbers; no MyST syntax shows."""
+    quotes = plain_page.locator(".jp-MarkdownCell blockquote").filter(has_text="Common mistake")
+    assert quotes.count() >= 2
+    titled = [q for q in quotes.all() if q.locator("p:first-child strong").inner_text().startswith("Common mistake")]
+    assert len(titled) == quotes.count(), "a common-mistake blockquote without its bold title"
+    assert any(q.locator("mjx-container").count() for q in titled), "no typeset math in a blockquote"
+    shots = os.environ.get("AIAYN_SCREENSHOTS")
+    if shots:
+        titled[0].screenshot(path=str(Path(shots) / "plain_admonition.png"))
+    headings = [h.strip() for h in plain_page.locator(".jp-MarkdownCell h4").all_inner_texts()]
+    exercises = [h for h in headings if h.startswith("Exercise")]
+    assert exercises == [f"Exercise 3.{i}" for i in range(1, 5)], headings
+    text = _markdown_text(plain_page)
+    for kind, pattern in plain_markdown.MYST_PATTERNS:
+        assert not pattern.search(text), f"raw MyST {kind}"
+    assert not re.findall(r"\{[a-z]+(?::[a-z]+)?\}", text)
+    assert "Vaswani et al. (2017)" in text and "<aiayn_helpers." not in text
