@@ -390,7 +390,7 @@ def test_diagrams_fit_a_phone_and_read_in_dark_mode(browser, server, page_path, 
     page.evaluate(_JS_WAIT)
     assert page.evaluate("() => document.documentElement.dataset.theme") == mode
     figures = page.eval_on_selector_all(
-        "img[src*='_images/ch0'][src$='.svg']",
+        "img[src*='_images/'][src$='.svg']",
         """els => els.map(e => ({
             ok: e.complete && e.naturalWidth > 0, alt: e.alt, right: e.getBoundingClientRect().right,
             page: document.documentElement.clientWidth}))""",
@@ -401,7 +401,7 @@ def test_diagrams_fit_a_phone_and_read_in_dark_mode(browser, server, page_path, 
         assert len(f["alt"].split()) >= 8, f"{page_path}: a diagram's alt text is not a sentence: {f['alt']!r}"
         assert f["right"] <= f["page"] + 1, f"{page_path}: a diagram is wider than the page at {width} px"
     SCREENSHOTS.mkdir(exist_ok=True)
-    first = page.locator("img[src*='_images/ch0'][src$='.svg']").first
+    first = page.locator("img[src*='_images/'][src$='.svg']").first
     first.scroll_into_view_if_needed()
     name = f"{Path(page_path).stem}-{width}-{mode}.png"
     first.screenshot(path=str(SCREENSHOTS / name))
