@@ -93,7 +93,7 @@ def browser():
 @pytest.fixture(scope="module")
 def context(browser, server):
     """A fresh profile in which the network beyond 127.0.0.1 does not exist."""
-    context = browser.new_context()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})  # a laptop (LAYOUT_VIEWPORTS)
     context.set_default_timeout(30_000)
     context.external = []  # requests the site tried to make to other hosts
 
@@ -168,6 +168,7 @@ def _visit(context, base: str, page_path: str) -> dict:
     response = page.goto(base + page_path, wait_until="load")
     page.evaluate(_JS_WAIT)
     report = page.evaluate(_JS_REPORT)
+    report["layout"] = page.evaluate(_JS_LAYOUT)
     report.update(status=response.status if response else None, console=console, page_errors=page_errors)
     report["failed"] = failed
     page.close()
@@ -455,10 +456,13 @@ _JS_LAYOUT = """() => {
 
 
 @pytest.fixture(scope="module")
-def layouts(browser, server):
-    """Every page at a laptop's 1280x900 and a phone's 390x844: what _JS_LAYOUT measures."""
-    out = {}
+def layouts(browser, server, visit):
+    """Every page at a laptop's 1280x900 (measured by the visit of the tests above) and a
+    phone's 390x844: what _JS_LAYOUT measures."""
+    out = {("laptop", page_path): visit(page_path)["layout"] for page_path in PAGES}
     for name, (width, height) in LAYOUT_VIEWPORTS.items():
+        if name == "laptop":
+            continue
         context = browser.new_context(viewport={"width": width, "height": height})
         context.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
         page = context.new_page()
