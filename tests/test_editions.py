@@ -230,7 +230,10 @@ def test_student_edition_has_no_solution(editions):
 
 
 def _site_pages() -> set[str]:
-    return {pm.page_of(p) for p in NOTEBOOKS} | {pm.page_of(p) for p in (ROOT / "book").glob("*.md")}
+    """The pages of the published site, the student edition's (tools/make_student.py)."""
+    assert {f"book/{name}" for name in pm.NOT_PUBLISHED} == make_student.INSTRUCTOR_ONLY
+    book = {pm.page_of(p) for p in (ROOT / "book").glob("*.md") if p.stem not in pm.NOT_PUBLISHED}
+    return {pm.page_of(p) for p in NOTEBOOKS} | book
 
 
 def test_links_point_at_pages_and_anchors_the_site_has(editions):

@@ -46,6 +46,7 @@ ADMONITIONS = {
 TITLED = {"admonition", "dropdown", "topic", "margin", "sidebar", "card"}  # the argument is the whole title
 EXERCISES = {"exercise", "exercise-start", "solution", "solution-start"}
 CLOSERS = {"exercise-end", "solution-end"}
+NOT_PUBLISHED = {"instructor_guide"}  # book/ pages the published (student) site leaves out
 
 _OPEN = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|:{3,})\{(?P<name>[a-z:-]+)\}[ \t]*(?P<arg>.*?)\s*$")
 _OPTION = re.compile(r"^\s*:(?P<key>[a-z-]+):\s*(?P<value>.*?)\s*$")
@@ -163,7 +164,8 @@ def book_context(root: Path = ROOT, site: str | None = None) -> Context:
         nb = nbf.read(path, as_version=4)
         sources[page_of(path, root)] = "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for path in sorted((root / "book").glob("*.md")):
-        sources[page_of(path, root)] = path.read_text(encoding="utf-8")
+        if path.stem not in NOT_PUBLISHED:  # the published site is the student edition's
+            sources[page_of(path, root)] = path.read_text(encoding="utf-8")
     return Context(
         site=site, labels=collect_labels(sources), references=load_bibliography(root / "book" / "references.bib")
     )
