@@ -39,6 +39,7 @@ SOURCE = ROOT / "book" / "autograder" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.i
 # name -> {answer cell's grade_id: [(in the correct answer, replaced by), ...]}, or a whole replacement
 BUGS: dict[str, dict[str, list[tuple[str, str]] | str]] = {
     "divides by d_k": {"sdpa_answer": [("/ math.sqrt(q.size(-1))", "/ q.size(-1)")]},
+    "no sqrt(d_k)": {"sdpa_answer": [("/ math.sqrt(q.size(-1))", "")]},
     "splits heads without the transpose": {
         "mha_answer": [
             (
@@ -57,8 +58,20 @@ BUGS: dict[str, dict[str, list[tuple[str, str]] | str]] = {
         "mha_answer": "from aiayn_helpers import MultiHeadAttention  # noqa: F401",
     },
 }
-# the most each bug may score: enough weight sits on the tests that catch it
-MAX_SCORE = {"imports aiayn_helpers": 0.0, "ignores masks": 0.5, "inverted mask": 0.5, "divides by d_k": 0.0}
+SDPA = ["test_sdpa_mask", "test_sdpa_values"]
+MHA = ["test_mha_causal", "test_mha_cross", "test_mha_padding", "test_mha_self"]
+# the test cells each bug loses (and no other: the multi-head tests run with a correct
+# attention function, issue #34), and words the first failure's message must contain:
+# the function and the property it broke
+LOST = {
+    "divides by d_k": (SDPA, "scaled_dot_product_attention fails the scaling check: the scores q k^T are divided by"),
+    "no sqrt(d_k)": (SDPA, "scaled_dot_product_attention fails the scaling check: the scores q k^T are not divided"),
+    "splits heads without the transpose": (MHA, "split into heads and merged back"),
+    "inverted mask": (["test_sdpa_mask"], "scaled_dot_product_attention fails the masking convention check"),
+    "ignores masks": (["test_sdpa_mask"], "scaled_dot_product_attention fails the masking check: the mask is ignored"),
+    "permuted W^O rows (heads merged in the wrong order)": (MHA, "split into heads and merged back"),
+    "imports aiayn_helpers": (sorted(SDPA + MHA), "fails the own work check"),
+}
 TAMPERED = "divides by d_k"  # this submission also empties its test cells
 
 
@@ -68,6 +81,10 @@ def _solutions() -> dict[str, str]:
 
 
 _submission = test_assignments._fill  # the released notebook with those answers filled in
+
+
+def _grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
 def test_solutions_hidden_tests_and_solutions_are_not_released(graded):
@@ -228,13 +245,23 @@ def graded(tmp_path_factory):
 
 
 def test_nbgrader_scores_correct_and_planted_bugs(graded):
-    _, _, scores, _ = graded
+    course, students, scores, _ = graded
     assert scores["correct"] == 1.0, scores
-    for bug in BUGS:
-        assert scores[bug] < 1.0, f"{bug} scores {scores[bug]:.0%}"
-        assert scores[bug] <= MAX_SCORE.get(bug, 0.75), f"{bug} scores {scores[bug]:.0%}"
-    # emptied test cells would pass: the bug they hide must still score 0
-    assert MAX_SCORE[TAMPERED] == 0.0
+    assert set(LOST) == set(BUGS)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for bug, (failing, words) in LOST.items():
+            nb = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, students[bug])
+            lost = sorted(g.name for g in nb.grades if g.max_score and g.score < g.max_score)
+            # emptied test cells (TAMPERED) are put back: they lose their points too
+            assert lost == failing, f"{bug}: lost points in {lost}, expected {failing}"
+            assert all(g.score == 0 for g in nb.grades if g.name in failing), bug
+            path = course / "autograded" / students[bug] / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+            cells = {_grade_id(c): c for c in nbformat.read(path, as_version=4).cells}
+            for cell in failing:
+                errors = [f"{o.ename}: {o.evalue}" for o in cells[cell].outputs if o.output_type == "error"]
+                assert len(errors) == 1 and words in errors[0], (bug, cell, errors)
+    # only the missing sqrt(d_k): the attention part's 4 points lost, the multi-head 8 kept
+    assert scores["no sqrt(d_k)"] == 8 / 12
 
 
 @needs_sandbox
@@ -265,7 +292,7 @@ def test_the_probe_gets_out_nowhere_and_is_graded_for_its_answers(graded):
 @needs_sandbox
 def test_feedback_withholds_the_hidden_tests(graded):
     course, students, _, _ = graded
-    hidden = ("BEGIN HIDDEN", "_own_work", "_pair(", "masked_select", "need_weights")
+    hidden = ("BEGIN HIDDEN", "_own_work", "_student_mha(", "_with_correct_attention", "masked_select", "need_weights")
     pages = sorted((course / "feedback").rglob("*.html"))
     assert len(pages) == len(students)
     for page in pages:

@@ -38,9 +38,19 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Integer, List, Unicode
 
+from . import verdict
 from .decisions import LatePolicy
-from .repair import RecoverCells, RestoreCells
-from .sandbox import PASSED_ENV, _bytes, refusal, run_sandboxed, sandbox_problem
+from .repair import RecoverCells, RestoreCells, _course_of, note
+from .sandbox import (
+    PASSED_ENV,
+    SandboxFailed,
+    _bytes,
+    code_files,
+    refusal,
+    run_sandboxed,
+    sandbox_problem,
+)
+from .verdict import HIDDEN
 
 
 def _clean_output(o: object) -> dict | None:
@@ -124,6 +134,15 @@ def merge_outputs(nb: NotebookNode, frames: list[dict], reason: str) -> Notebook
     return nb
 
 
+# errors that mean a limit of the sandbox was hit, named in the student's report
+LIMITS = {
+    "CellTimeoutError": "stopped at the time limit of a cell",
+    "KeyboardInterrupt": "interrupted at the time limit of a cell",
+    "MemoryError": "out of memory (the sandbox's memory limit)",
+    "DeadKernelError": "the kernel died (a limit of the sandbox, or a crash)",
+}
+
+
 class SandboxedExecute(Execute):
     """nbgrader's Execute, the notebook run in a bubblewrap sandbox (see the module)."""
 
@@ -136,9 +155,76 @@ class SandboxedExecute(Execute):
     timeout.tag(config=True)
 
     def preprocess(self, nb, resources, retry=None):
+        judges, hidden = self._judges(resources)
+        seed = verdict.new_seed()
+        sent = verdict.kernel_copy(nb, judges)
         if not self.sandbox:
             self.log.warning("Executing WITHOUT a sandbox (--unsandboxed)")
-            return super().preprocess(nb, resources)
+            os.environ[verdict.SEED_ENV] = str(seed)
+            try:
+                ran, resources = super().preprocess(sent, resources)
+            finally:
+                del os.environ[verdict.SEED_ENV]
+            for cell, done in zip(nb.cells, ran.cells):
+                if cell.cell_type == "code":
+                    cell.outputs = done.outputs
+                    cell.execution_count = done.execution_count
+            reason = ""
+        else:
+            try:
+                nb, reason = self._run_sandboxed(nb, sent, resources, seed)
+            except SandboxFailed as err:  # the host's fault: not graded, never 0
+                why = f"NOT GRADED: {err} (a problem of this machine: grade again)"
+                self._note(resources, why)
+                raise
+        verdicts = verdict.judge_notebook(nb, judges, seed)
+        self._report(nb, resources, verdicts, reason, hidden)
+        return nb, resources
+
+    def _judges(self, resources) -> tuple[dict, set[str]]:
+        """The judges of the course's source notebook (never the submission's)."""
+        course, ids = _course_of(resources), resources.get("nbgrader") or {}
+        if course is None or not ids.get("assignment") or not ids.get("notebook"):
+            return {}, set()
+        path = course / "source" / ids["assignment"] / f"{ids['notebook']}.ipynb"
+        if not path.is_file():
+            self.log.warning("%s is missing: the kernel's outputs score it", path)
+            return {}, set()
+        source = nbformat.read(path, as_version=4)
+        return verdict.load_judges(source), verdict.hidden_names(source)
+
+    def _report(self, nb, resources, verdicts, reason: str, hidden: set[str]) -> None:
+        """What the instructor should know: why the sandbox stopped, and the constructs
+        in the answers that can reach the grader's checks inside the kernel."""
+        lines = [f"sandbox: {reason}"] if reason else []
+        path = (resources.get("metadata") or {}).get("path")
+        code = code_files(Path(path)) if path and self.sandbox else []
+        if code:
+            left = ", ".join(code[:10])
+            lines.append(f"left out of the sandbox (code, never run): {left}")
+        for index, cell in enumerate(nb.cells):
+            gid = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            locked = (cell.get("metadata", {}).get("nbgrader") or {}).get("locked")
+            where = f"cell {gid}" if gid else f"cell {index}"
+            for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                if out.get("ename") in LIMITS:
+                    lines.append(f"{where}: {LIMITS[out.get('ename')]}")
+            if cell.cell_type == "code" and not locked:
+                found = verdict.suspicious(cell.source, hidden)
+                if found:
+                    lines.append(f"suspicious ({where}): {'; '.join(found)}")
+        for line in lines:
+            self._note(resources, line)
+
+    def _note(self, resources, line: str) -> None:
+        line = plain(line)
+        course, ids = _course_of(resources), resources.get("nbgrader") or {}
+        if course is None or not ids.get("student"):
+            self.log.warning("%s", line)
+        else:
+            note(course, ids["assignment"], ids["student"], line)
+
+    def _run_sandboxed(self, nb, sent, resources, seed: int):
         problem = sandbox_problem()
         if problem:
             raise RuntimeError(refusal(problem))
@@ -150,13 +236,14 @@ class SandboxedExecute(Execute):
             course = Path(path).resolve().parents[2]
             submitted = course / "submitted" / ids["student"] / ids["assignment"]
         env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env[verdict.SEED_ENV] = str(seed)
         data = [p for p in self.read_only if p]
         data_dir = os.environ.get("AIAYN_DATA_DIR", "")
         if data_dir and Path(data_dir).is_dir():  # the chapters' data, read-only
             data.append(data_dir)
             env["AIAYN_DATA_DIR"] = str(Path(data_dir).resolve())
         frames, reason, log = run_sandboxed(
-            nb,
+            sent,
             Path(path) if path else None,
             submitted,
             cell_timeout=self.timeout or 60,
@@ -168,13 +255,9 @@ class SandboxedExecute(Execute):
         )
         if reason:
             self.log.warning("%s; sandbox log:\n%s", reason, log[-3000:])
-        return merge_outputs(nb, frames, reason or "this cell did not run"), resources
+        return merge_outputs(nb, frames, reason or "this cell did not run"), reason
 
 
-HIDDEN = re.compile(
-    r"^[ \t]*#+ *BEGIN HIDDEN TESTS.*?^[ \t]*#+ *END HIDDEN TESTS[^\n]*\n?",
-    re.M | re.S,
-)
 HIDDEN_NOTE = "# (hidden tests: not shown)\n"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -191,6 +274,26 @@ def _strings(value) -> list[str]:
 
 
 WITHHELD = "[output withheld: it quotes the hidden tests]\n"
+# what feedback shows of a rich output: no HTML, scripts, SVG or widgets of a
+# submission, which would run when the instructor or the student opens the page
+SAFE_DATA = ("text/plain", "image/png", "image/jpeg")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def plain(text: str) -> str:
+    """``text`` from a submission without control characters (tabs, newlines kept)."""
+    return CONTROL.sub("", ANSI.sub("", text))
+
+
+def safe_output(out):
+    """``out`` with only the kinds of data that show as text or a picture."""
+    if out.output_type not in ("display_data", "execute_result"):
+        return out
+    data = {k: v for k, v in out.get("data", {}).items() if k in SAFE_DATA}
+    if len(data) < len(out.get("data", {})) and "text/plain" not in data:
+        data["text/plain"] = "[rich output not shown in feedback]"
+    out.data = data
+    return out
 
 
 class HideHiddenTests(NbGraderPreprocessor):
@@ -215,6 +318,9 @@ class HideHiddenTests(NbGraderPreprocessor):
         for cell in nb.cells:
             had_hidden = bool(HIDDEN.search(cell.source))
             cell.source = HIDDEN.sub(HIDDEN_NOTE, cell.source)
+            locked = (cell.metadata.get("nbgrader") or {}).get("locked")
+            if cell.cell_type == "markdown" and not locked:  # no raw HTML of a student
+                cell.source = cell.source.replace("<", "&lt;")
             if cell.cell_type != "code":
                 continue
             outputs = []
@@ -225,7 +331,7 @@ class HideHiddenTests(NbGraderPreprocessor):
                 text = ANSI.sub("", "\n".join(_strings(out)))
                 if any(line in text for line in hidden):
                     out = nbformat.v4.new_output("stream", name="stdout", text=WITHHELD)
-                outputs.append(out)
+                outputs.append(safe_output(out))
             cell.outputs = outputs
         return nb, resources
 

@@ -78,18 +78,38 @@ def python() -> str:
     return str(Path(os.path.realpath(exe.parent)) / exe.name)
 
 
-# Runs inside the sandbox: the notebook comes on stdin; each executed cell goes out as
-# one JSON line on the file descriptor argv[1]. The process is made non-dumpable so
-# that the kernel (same user) can neither read its memory nor open its descriptors.
+# Runs inside the sandbox, as ``python -I`` from / (nothing of the submission on its
+# path): says it started, copies the handed-in files into the size-limited /submission,
+# reads the notebook from stdin and sends each executed cell out as one JSON line on
+# the file descriptor argv[1]. The process is made non-dumpable so that the kernel
+# (same user) can neither read its memory nor open its descriptors. The kernel starts
+# isolated too, from /, and only then changes to /submission.
 RUNNER = r"""
-import ctypes, json, os, sys
+import ctypes, json, os, shutil, sys
+print(STARTED, flush=True)
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+for here, _, names in os.walk("/handed-in"):
+    there = "/submission" + here[len("/handed-in"):]
+    os.makedirs(there, exist_ok=True)
+    for name in names:
+        shutil.copyfile(os.path.join(here, name), os.path.join(there, name))
 import nbformat
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 out = os.fdopen(int(sys.argv[1]), "w")
 os.set_inheritable(out.fileno(), False)
 nb = nbformat.reads(sys.stdin.read(), as_version=4)
 sys.stdin.close()
+def trim(value, limit=1 << 20):
+    if isinstance(value, str) and len(value) > limit:
+        more = len(value) - limit
+        return value[:limit] + f"\n[output trimmed: {more} more characters]"
+    if isinstance(value, list):
+        return [trim(v) for v in value]
+    if isinstance(value, dict):
+        return {k: trim(v) for k, v in value.items()}
+    return value
 def send(cell, cell_index, execute_reply, **kw):  # as nbgrader's Execute does
     reply = execute_reply["content"]
     if reply["status"] == "error" and not any(
@@ -98,20 +118,73 @@ def send(cell, cell_index, execute_reply, **kw):  # as nbgrader's Execute does
         cell.outputs.append(nbformat.v4.new_output(
             "error", ename=reply["ename"], evalue=reply["evalue"],
             traceback=reply["traceback"] or ["ERROR: (no traceback)"]))
-    frame = {"index": cell_index, "id": cell.get("id"), "outputs": cell.outputs,
+    frame = {"index": cell_index, "id": cell.get("id"), "outputs": trim(cell.outputs),
              "execution_count": cell.execution_count}
-    out.write(json.dumps(frame)[:1 << 24] + "\n")
+    line = json.dumps(frame)
+    if len(line) > 1 << 24:  # trimmed, not dropped: the cell ran
+        frame["outputs"] = [{"output_type": "stream", "name": "stdout",
+                             "text": "[outputs trimmed: more than 16 MiB]"}]
+        line = json.dumps(frame)
+    out.write(line + "\n")
     out.flush()
+km = AsyncKernelManager(kernel_name="python3")
+km._kernel_spec = KernelSpec(
+    argv=[sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+    display_name="Python 3", language="python")
 NotebookClient(
-    nb, timeout=int(sys.argv[2]), interrupt_on_timeout=True, allow_errors=True,
+    nb, km=km, timeout=int(sys.argv[2]), interrupt_on_timeout=True, allow_errors=True,
     raise_on_iopub_timeout=True, record_timing=False, on_cell_executed=send,
-    extra_arguments=["--HistoryManager.hist_file=:memory:"],
-    resources={"metadata": {"path": os.getcwd()}},
+    extra_arguments=[
+        "--HistoryManager.hist_file=:memory:",
+        "--IPKernelApp.exec_lines=import os; os.chdir('/submission'); del os",
+    ],
+    resources={"metadata": {"path": "/"}},
     error_on_timeout={
         "ename": "CellTimeoutError", "evalue": "",
         "traceback": ["CellTimeoutError: No reply from kernel before timeout"]},
 ).execute()
-"""
+""".replace("STARTED", repr("aiayn-runner: started"))
+STARTED = "aiayn-runner: started"
+# What is never copied into the sandbox: code that Python could import or load.
+CODE_SUFFIXES = {".py", ".pyc", ".pyo", ".pyd", ".pth", ".so", ".dylib", ".dll"}
+CODE_SUFFIXES |= {".egg", ".whl", ".zip"}  # zipimport
+SANDBOX_UIDS = (1_600_000_000, 1_700_000_000)  # a root instructor's sandboxes: one each
+
+
+class SandboxFailed(RuntimeError):
+    """The sandbox stopped before the submission's code ran: a reason of the host."""
+
+
+def sandbox_uid() -> int | None:
+    """A uid of its own for one sandbox (root only: None for an ordinary user), so that
+    the process limit counts that sandbox's processes and nothing else of the host."""
+    if os.geteuid() != 0:
+        return None
+    import secrets
+
+    low, high = SANDBOX_UIDS
+    return low + secrets.randbelow(high - low)
+
+
+def tasks_of(uid: int) -> int:
+    """How many tasks (threads) the user ``uid`` runs now: RLIMIT_NPROC counts them."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
+
+
+def host_env() -> dict[str, str]:
+    """The environment bwrap itself starts with (PID 1 of the sandbox): nothing of the
+    grader's (tokens, keys), which an ordinary user's sandbox reads in /proc/1/environ.
+    """
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
 def _bytes(text: str) -> int:
@@ -149,13 +222,19 @@ def bwrap_command(
     file_size: int,
     tmp_size: int,
     env: dict[str, str] | None = None,
+    uid: int | None = None,
+    scratch_size: int | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs what follows it in a sandbox.
 
-    ``scratch`` (read-write) appears as /submission, the working directory; each of
-    ``read_only`` at its own path; /usr and the loader's files read-only; a private
-    /tmp of ``tmp_size`` bytes. The limits apply inside (prlimit): ``memory`` bytes of
-    address space per process, ``processes`` tasks, files of at most ``file_size``.
+    ``scratch`` appears read-only as /handed-in, and /submission is a private tmpfs of
+    ``scratch_size`` bytes (the runner copies the files in; without a size, ``scratch``
+    itself is /submission); each of ``read_only`` at its own path; /usr and the
+    loader's files read-only; a private /tmp of ``tmp_size`` bytes; the working
+    directory is /. The limits apply inside (prlimit): ``memory`` bytes of address
+    space per process, ``processes`` tasks of the sandbox's user, files of at most
+    ``file_size``. Run by root, the sandbox runs as ``uid`` (a uid of its own, see
+    ``sandbox_uid``; default ``nobody``).
     """
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -203,14 +282,13 @@ def bwrap_command(
                 made.add(parent)
         cmd += ["--ro-bind", str(path), str(path)]
         bound.append(path)
-    cmd += [
-        "--bind",
-        str(scratch),
-        "/submission",
-        "--chdir",
-        "/submission",
-        "--clearenv",
-    ]
+    if scratch_size is None:
+        cmd += ["--bind", str(scratch), "/submission", "--dir", "/handed-in"]
+    else:
+        cmd += ["--ro-bind", str(scratch), "/handed-in"]
+        cmd += ["--size", str(scratch_size), "--perms", "1777"]
+        cmd += ["--tmpfs", "/submission"]
+    cmd += ["--chdir", "/", "--clearenv"]
     environment = {
         "HOME": "/tmp",
         "PATH": f"{Path(python()).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -226,7 +304,8 @@ def bwrap_command(
         cmd += ["--setenv", key, value]
     if os.geteuid() == 0:  # root has no RLIMIT_NPROC and reads root's files: be nobody
         cmd += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "setpriv"]
-        cmd += [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        user = NOBODY if uid is None else uid
+        cmd += [f"--reuid={user}", f"--regid={user}", "--clear-groups"]
         cmd += ["--inh-caps=-all", "--bounding-set=-all"]
     else:
         cmd += ["--"]
@@ -261,10 +340,11 @@ def sandbox_problem() -> str | None:
         )
         try:
             done = subprocess.run(
-                [*cmd, python(), "-c", "import sys"],
+                [*cmd, python(), "-I", "-c", "import sys"],
                 capture_output=True,
                 text=True,
                 timeout=120,
+                env=host_env(),
             )
         except (OSError, subprocess.TimeoutExpired) as err:
             return f"could not start a sandbox ({err})"
@@ -296,10 +376,11 @@ def too_little_memory(memory: int, processes: int) -> str | None:
         )
         code = "import torch; torch.ones(3).sum()"
         done = subprocess.run(
-            [*cmd, python(), "-c", code],
+            [*cmd, python(), "-I", "-c", code],
             capture_output=True,
             text=True,
             timeout=300,
+            env=host_env(),
         )
     if done.returncode == 0:
         return None
@@ -318,24 +399,46 @@ def _through_link(base: Path, relative: Path) -> bool:
     return False
 
 
-def _copy_files(src: Path, dest: Path, submitted: Path | None = None) -> None:
-    """Regular files of ``src`` into ``dest``: no notebooks (tests), no links.
+def is_code(path: Path) -> bool:
+    """Whether ``path`` is something Python could import or load (a module, a compiled
+    extension, a .pth file, a package's folder)."""
+    if path.is_dir():
+        return (path / "__init__.py").exists() or path.name == "__pycache__"
+    return path.suffix.lower() in CODE_SUFFIXES
+
+
+def code_files(folder: Path) -> list[str]:
+    """What ``_copy_files`` leaves out of ``folder`` as code, relative to it."""
+    with tempfile.TemporaryDirectory(prefix="aiayn-code-") as tmp:
+        return _copy_files(folder, Path(tmp)) if folder.is_dir() else []
+
+
+def _copy_files(src: Path, dest: Path, submitted: Path | None = None) -> list[str]:
+    """Regular data files of ``src`` into ``dest``: no notebooks (tests), no links, no
+    code (``is_code``); returns what was left out as code, relative to ``src``.
 
     nbgrader copies a submission's files into ``src`` following links, so a file
     that is a link in the ``submitted`` folder (to the source, say) is left out too.
     """
+    code = []
     for folder, dirs, files in os.walk(src):
         here = Path(folder)
         dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+        code += [str((here / d).relative_to(src)) for d in dirs if is_code(here / d)]
+        dirs[:] = [d for d in dirs if not is_code(here / d)]
         for name in files:
             path = here / name
             if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
                 continue
             if submitted and _through_link(submitted, path.relative_to(src)):
                 continue
+            if is_code(path):
+                code.append(str(path.relative_to(src)))
+                continue
             target = dest / path.relative_to(src)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
+    return sorted(code)
 
 
 def run_sandboxed(
@@ -349,24 +452,30 @@ def run_sandboxed(
     processes: int = 256,
     file_size: int = 256 << 20,
     tmp_size: int = 512 << 20,
+    scratch_size: int = 512 << 20,
     max_output: int = 64 << 20,
     read_only: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> tuple[list[dict], str, str]:
-    """Execute ``nb`` in a sandbox whose /submission is a scratch copy of ``files``
-    (less what is a link in ``submitted``, the student's own folder).
+    """Execute ``nb`` in a sandbox whose /submission is a copy of the data files of
+    ``files`` (less what is a link in ``submitted``, the student's own folder) in a
+    tmpfs of ``scratch_size`` bytes.
 
     Returns the frames (one per executed cell: index, id, outputs, execution_count),
     why cells may be missing ("" when the run ended normally) and the sandbox's log.
+    Raises SandboxFailed when the sandbox stopped before the submission's code ran.
     """
+    uid = sandbox_uid()
+    if uid is None:  # RLIMIT_NPROC counts the instructor's own tasks too: add them
+        processes += tasks_of(os.getuid())
     with tempfile.TemporaryDirectory(prefix="aiayn-grade-") as tmp:
         scratch, log_path = Path(tmp) / "submission", Path(tmp) / "log"
         scratch.mkdir()
         if files is not None:
             _copy_files(files, scratch, submitted)
-        if os.geteuid() == 0:
-            for path in (scratch, *scratch.rglob("*")):
-                os.chown(path, NOBODY, NOBODY)
+        os.chmod(tmp, 0o755)
+        for path in (scratch, *scratch.rglob("*")):
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
         cmd = bwrap_command(
             scratch,
             _read_only_paths(read_only or []),
@@ -375,6 +484,8 @@ def run_sandboxed(
             file_size=file_size,
             tmp_size=tmp_size,
             env=env,
+            uid=uid,
+            scratch_size=scratch_size,
         )
         read_end, write_end = os.pipe()
         chunks: list[bytes] = []
@@ -394,11 +505,12 @@ def run_sandboxed(
         reader.start()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [*cmd, python(), "-c", RUNNER, str(write_end), str(cell_timeout)],
+                [*cmd, python(), "-I", "-c", RUNNER, str(write_end), str(cell_timeout)],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_end,),
+                env=host_env(),
             )
             os.close(write_end)
             reason = ""
@@ -422,8 +534,12 @@ def run_sandboxed(
                 proc.kill()  # bwrap; --die-with-parent takes the whole sandbox with it
                 proc.wait()
         reader.join(timeout=10)
+        log_text = log_path.read_bytes()[-20000:].decode(errors="replace")
         if not reason and proc.returncode != 0:
             code = proc.returncode
+            if STARTED not in log_text:  # bwrap, setpriv or prlimit failed: the host
+                last = (log_text.strip().splitlines() or ["(no message)"])[-1][:300]
+                raise SandboxFailed(f"the sandbox did not start (exit {code}: {last})")
             reason = f"the sandbox stopped (exit {code}) before this cell ran"
         frames = []
         for line in b"".join(chunks).split(b"\n"):
@@ -433,5 +549,4 @@ def run_sandboxed(
                 continue
             if isinstance(frame, dict):
                 frames.append(frame)
-        log_text = log_path.read_bytes()[-20000:].decode(errors="replace")
     return frames, reason, log_text

@@ -1,0 +1,134 @@
+"""The verdict out of the student's reach (issue #35): tools/grading/verdict.py alone.
+
+Every graded test cell of the four assignments has a judge that runs in the grader's
+process; a record from the kernel is read as plain data (no pickle, a short list of
+dtypes, shapes checked); a cell that sends no record, two records or a malformed one
+fails, with its reason; the suspicious-construct scan names what a hostile answer
+uses and stays silent on the solutions. No sandbox, no nbgrader run: a few seconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from grading import verdict  # noqa: E402
+
+torch = pytest.importorskip("torch")
+SOURCE = ROOT / "book" / "autograder" / "source"
+ASSIGNMENTS = sorted(p.name for p in SOURCE.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def _read(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(SOURCE / name / f"{name}.ipynb", as_version=4)
+
+
+def _tensor(array: np.ndarray) -> dict:
+    data = base64.b64encode(array.tobytes()).decode()
+    return {"__tensor__": str(array.dtype), "shape": list(array.shape), "b64": data}
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_every_graded_cell_is_judged_outside_the_kernel(name):
+    nb = _read(name)
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("points")]
+    judges = verdict.load_judges(nb)
+    assert sorted(judges) == sorted(graded)
+    sent = verdict.kernel_copy(nb, judges)
+    assert sum(verdict.KERNEL.strip() in c.source for c in sent.cells) == 1
+    for cell in sent.cells:  # a judged cell runs its hidden half only
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in judges:
+            assert cell.source.startswith("### BEGIN HIDDEN TESTS"), cell.source[:80]
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_the_solutions_raise_no_suspicion(name):
+    nb = _read(name)
+    hidden = verdict.hidden_names(nb)
+    assert {"_grade", "_fail"} <= hidden
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            source = re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION\n?", "", cell.source, flags=re.M)
+            assert verdict.suspicious(source, hidden) == [], cell.source[:80]
+
+
+def test_the_scan_names_what_a_hostile_answer_uses():
+    hidden = verdict.hidden_names(_read("assignment1"))
+    cases = {
+        "get_ipython().input_transformers_cleanup.append(f)": "an IPython input transformer",
+        "get_ipython().ast_transformers.append(W())": "an IPython AST transformer",
+        "class T(torch.Tensor):\n    pass": "a tensor subclass",
+        "x = y.as_subclass(T)": "a tensor subclass",
+        "torch.testing.assert_close = f": "torch.testing.assert_close",
+        "import sys\ndel sys.modules['aiayn_helpers']": "sys.modules",
+        "f = getattr(F, 'scaled_dot_' + 'product_attention')": "getattr with a computed name",
+        "_check_own_work = print": "the grader's hidden names assigned (_check_own_work)",
+        "exec(base64.b64decode(s))": "exec",
+        "import ctypes": "import ctypes",
+    }
+    for source, words in cases.items():
+        found = "; ".join(verdict.suspicious(source, hidden))
+        assert words in found, (source, found)
+
+
+def test_a_record_is_plain_data_checked_before_use():
+    array = np.arange(6, dtype=np.float64).reshape(2, 3)
+    got = verdict.decode({"out": _tensor(array), "n": 3, "x": {"__float__": "nan"}, "f": {"__type__": "module"}})
+    assert torch.equal(got["out"], torch.from_numpy(array)) and got["n"] == 3
+    assert got["x"] != got["x"] and got["f"].type_name == "module"
+    bad = [
+        {**_tensor(array), "__tensor__": "object"},  # numpy would unpickle objects
+        {**_tensor(array), "shape": [4, 3]},
+        {**_tensor(array), "shape": [-2, -3]},
+        {**_tensor(array), "b64": "not base64!"},
+        {"__float__": "1e999999"},
+    ]
+    for value in bad:
+        with pytest.raises(ValueError):
+            verdict.decode(value)
+
+
+def _cell(*outputs) -> nbformat.NotebookNode:
+    return nbformat.v4.new_code_cell("", outputs=[nbformat.from_dict(o) for o in outputs])
+
+
+def _record(value) -> dict:
+    return {"output_type": "display_data", "data": {verdict.MIME: value}, "metadata": {}}
+
+
+def test_a_test_passes_only_on_one_readable_record_its_judge_accepts():
+    def judge(got, seed):
+        assert got["answer"] == seed * 2, "f fails the doubling check"
+
+    printed = {"output_type": "stream", "name": "stdout", "text": "hello\n"}
+    error = {"output_type": "error", "ename": "NotExecuted", "evalue": "the sandbox stopped", "traceback": []}
+    cases = [
+        ((printed, _record({"answer": 14})), None),
+        ((printed, _record({"answer": 13})), "f fails the doubling check"),
+        ((printed,), "f: its hidden tests did not run (the cell sent no result)"),
+        ((error,), "f: its hidden tests did not run (NotExecuted: the sandbox stopped)"),
+        ((_record({"answer": 14}), _record({"answer": 14})), "f: the cell sent 2 results, not one"),
+        ((_record({"answer": {"__tensor__": "object"}}),), "f: its result could not be read"),
+        ((_record({"__error__": "ValueError: no"}),), "f fails the runs without error check: ValueError: no"),
+        ((_record([1, 2]),), "f fails the kind of result check"),
+        # a kernel error beside a good record is the kernel's word, not the verdict
+        ((_record({"answer": 14}), {**error, "ename": "AssertionError"}), None),
+    ]
+    for outputs, expected in cases:
+        cell = _cell(*outputs)
+        failure = verdict.judge_cell(cell, "f", judge, 7)
+        if expected is None:
+            assert failure is None, (outputs, failure)
+            assert [o.output_type for o in cell.outputs] == ["stream"] * (printed in outputs)
+        else:
+            assert failure is not None and failure.startswith(expected), (outputs, failure)
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            assert len(errors) == 1 and errors[0].evalue == failure
