@@ -41,6 +41,8 @@ def test_the_guide_states_the_sandbox_limits_grade_py_uses():
         f"{cli['processes']} processes and threads",
         f"{inner['file_size'].default >> 20} MiB per file",
         f"`/tmp` of {inner['tmp_size'].default >> 20} MiB",
+        f"a private folder of {inner['scratch_size'].default >> 20} MiB",
+        f"limited to {inner['scratch_size'].default >> 20} MiB each",
     ]
     missing = [s for s in stated if s not in GUIDE]
     assert not missing, f"the guide does not say {missing}"

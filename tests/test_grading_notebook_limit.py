@@ -26,13 +26,14 @@ NO_SANDBOX = grade.sandbox_problem()
 @pytest.mark.timeout(120)
 def test_a_notebook_past_its_time_limit_is_stopped_and_its_last_cells_do_not_run():
     cells = [nbformat.v4.new_code_cell("print('first')")]
-    cells += [nbformat.v4.new_code_cell("import time; time.sleep(1)") for _ in range(30)]
+    cells += [nbformat.v4.new_code_cell("import time; time.sleep(1)") for _ in range(40)]
     nb = nbformat.v4.new_notebook(cells=cells)
     start = time.monotonic()
-    frames, reason, log = grade.run_sandboxed(nb, cell_timeout=10, notebook_timeout=8)
+    # 20 s: the kernel starts within it on a busy machine (up to 11 s seen at load 12)
+    frames, reason, log = grade.run_sandboxed(nb, cell_timeout=10, notebook_timeout=20)
     took = time.monotonic() - start
-    assert "ran past its time limit (8 s)" in reason, (reason, log)
-    assert took < 8 + 10, f"stopped after {took:.0f} s"  # (the kernel starts first)
+    assert "ran past its time limit (20 s)" in reason, (reason, log)
+    assert took < 20 + 10, f"stopped after {took:.0f} s"
     ran = sorted(frame["index"] for frame in frames)
     assert ran[:1] == [0] and len(ran) < len(cells), ran
     merged = grade.merge_outputs(nb, frames, reason)
