@@ -67,6 +67,7 @@ def test_no_solution_remains(edition, path):
         assert not stub.metadata.get("tags"), "an answer cell carries no tags (raises-exception would hide errors)"
         assert not stub.outputs
         match = STUB.search(stub.source)
+        assert max(len(line) for line in stub.source.splitlines()) <= 88, "the chapters' code fits 88 columns"
         assert match["name"] == exercise_name(match["label"]), "the answer cell names the exercise as the site does"
     stub_labels = [STUB.search(c.source)["label"] for c in stubs]
     assert len(set(stub_labels)) == len(stub_labels), "one stub per exercise"

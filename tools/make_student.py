@@ -43,6 +43,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -110,12 +111,31 @@ _LABEL = re.compile(r"^\s*:label:\s*(?P<label>\S+)\s*$")
 SOLUTION_DIRECTIVES = {"solution-start", "solution-end", "solution"}
 
 
+WIDTH = 88  # the chapters' code width
+
+
+def _fit(stub: str) -> str:
+    """``stub`` within the chapters' width: a line's trailing comment too long for it goes,
+    wrapped, on comment lines above the code (``name = ...  # what`` -> ``# what`` / ``name = ...``)."""
+    lines = []
+    for line in stub.splitlines():
+        code, sep, comment = line.partition("  # ")
+        if len(line) <= WIDTH or not sep or not code.strip():
+            lines.append(line)
+            continue
+        indent = code[: len(code) - len(code.lstrip())]
+        lines += textwrap.wrap(comment, WIDTH, initial_indent=f"{indent}# ", subsequent_indent=f"{indent}# ")
+        lines.append(code.rstrip())
+    return "\n".join(lines)
+
+
 def stub_source(label: str, stub: str = "") -> str:
     """The answer cell of exercise ``label``: a comment and the exercise's own ``stub`` (names set to ``...``)."""
-    head = f"# {exercise_name(label)} ({label}): your answer."
+    head = f"# {exercise_name(label)} ({label}): your answer."  # lines within the chapters' 88 columns
     if stub.strip():
-        return f"{head} Replace each ... with your code, run this cell, then the check below.\n{stub.strip()}\n"
-    return f"{head} Write your code here, then run the cell below.\n"
+        how = "# Replace each ... with your code, run this cell, then the check below."
+        return f"{head}\n{how}\n{_fit(stub.strip())}\n"
+    return f"{head}\n# Write your code here, then run the cell below.\n"
 
 
 def _stub_cell(label: str, stub: str = "") -> nbformat.NotebookNode:
