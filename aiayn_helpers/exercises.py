@@ -570,6 +570,7 @@ def check(
     expected: Any = _NOT_GIVEN,
     *,
     properties: Sequence[tuple[str, Any]] | None = None,
+    requires: Sequence[tuple[str, Any]] | None = None,
     why: str = "",
     hint: str = "",
     mistakes: Mapping[str, Any] | None = None,
@@ -611,6 +612,9 @@ def check(
             ``check(label, properties=[...], given=...)`` is :func:`check_that`. With
             them, what a right answer also does, checked once the answer equals
             ``expected`` (for example that a sample agrees with the formula).
+        requires: with ``answer`` and ``expected``, properties checked before the
+            comparison (shape, weights that sum to one), so a wrong answer is told
+            the first it lacks; one verdict for all.
         given: the student's names the answer is computed from (a value or a tuple),
             when ``answer`` is a function: any of them still ``...`` means not answered
             yet.
@@ -644,8 +648,9 @@ def check(
     _require_label(label)
     if not isinstance(against, str):
         raise ValueError(f"against must be a phrase naming the reference: {against!r}")
-    if properties is not None:
-        _require_properties(properties)
+    for extra in (properties, requires):
+        if extra is not None:
+            _require_properties(extra)
     if diagnose is not None and not callable(diagnose):
         raise ValueError(f"diagnose must be a function of no arguments: {diagnose!r}")
     name = exercise_name(label)
@@ -665,6 +670,8 @@ def check(
         raise WrongAnswer(
             f"✗ {name}: not right: using your answer fails with {failure}"
         ) from error
+    if requires is not None:
+        _properties_hold(name, requires, decode(hint), diagnose)
     expected = expected() if isinstance(expected, types.FunctionType) else expected
     _with_label(expected, label)
     for value in (mistakes or {}).values():

@@ -583,6 +583,21 @@ def test_check_says_why_only_when_right_and_decodes_its_words(capsys):
         check_that("ch01-ex1", [(encode("the sum is one"), lambda: False)], given=1)
 
 
+def test_requires_names_a_missing_property_before_comparing(capsys):
+    weights = torch.tensor([[0.2, 0.7], [0.5, 0.5]])
+    sums = [("the weights sum to one", lambda: torch.allclose(weights.sum(-1), torch.ones(2)))]
+    right = Reference(reference("ch01-ex1", torch.tensor([[0.2, 0.8], [0.5, 0.5]])))
+    with pytest.raises(WrongAnswer, match="does not hold: the weights sum to one. Softmax."):
+        check("ch01-ex1", weights, right, requires=sums, hint="Softmax.", why="Uniform.")
+    weights = torch.tensor([[0.3, 0.7], [0.5, 0.5]])
+    with pytest.raises(WrongAnswer, match="is not the right one"):
+        check("ch01-ex1", weights, right, requires=sums)
+    assert capsys.readouterr().out == "", "one verdict: no 'right' for the properties alone"
+    weights = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
+    check("ch01-ex1", weights, right, requires=sums, why="Uniform.")
+    assert capsys.readouterr().out == "✓ Exercise 1.1: right. Uniform.\n"
+
+
 def test_one_of_several_right_answers():
     both = OneOf(Reference(reference("ch02-ex3", 2809)), Reference(reference("ch02-ex3", 2807)))
     for right in (2809, 2807, 2807.0):
