@@ -50,9 +50,6 @@ TO_DO = {
     ("02_scaled_dot_product_attention.ipynb", "86138e81"),
     ("02_scaled_dot_product_attention.ipynb", "951608bf"),
     ("02_scaled_dot_product_attention.ipynb", "7ee5cffd"),
-    ("04_positional_encoding.ipynb", "9036c1f0"),
-    ("04_positional_encoding.ipynb", "444243db"),
-    ("04_positional_encoding.ipynb", "fb9bb732"),
     ("07_full_model.ipynb", "409f9278"),
     ("08_using_the_model.ipynb", "322b2612"),
 }
