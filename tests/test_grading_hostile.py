@@ -10,7 +10,9 @@ and a ``ctypes.py`` or an ``ipykernel_launcher.py`` handed in beside a blank not
 (the runner and the kernel once imported them). An honest, correct submission is
 graded while 300 processes of the user the sandbox would once have run as are running
 (RLIMIT_NPROC counted them: it scored 0), and scores full marks. A submission that
-fills the disk is stopped at the sandbox's scratch limit and keeps its marks. A folder
+fills the disk is stopped at the sandbox's scratch limit and keeps its marks; one whose
+children take 6 GiB is stopped at the sandbox's 4 GiB where the grader can make a
+cgroup (root, here cgroup v1), and reported. A folder
 named like a glob pattern and a folder that is a link to the course's source are
 refused (grading.folders, before nbgrader sees them) and reported, and every other
 student is graded.
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 import make_student  # noqa: E402
-from grading import folders  # noqa: E402
+from grading import folders, sandbox  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import test_assignments  # noqa: E402
@@ -116,6 +118,18 @@ except OSError as err:
     print("DISK stopped:", type(err).__name__)
 print("DISK written MiB:", _written >> 20)
 """
+HOG = """
+import os, time
+_pids = []
+for _ in range(4):  # 6 GiB in all, 1.5 GiB each: under the 4 GiB a process may map
+    _pid = os.fork()
+    if _pid == 0:
+        _block = bytearray(1536 << 20)
+        time.sleep(5)
+        os._exit(0)
+    _pids.append(_pid)
+print("HOG stopped:", sum(os.WIFSIGNALED(os.waitpid(p, 0)[1]) for p in _pids))
+"""
 # name -> (answers changed from the blank release or correct solution, the report's words)
 HOSTILE = {
     "transformer": ({"sdpa_answer": TRANSFORMER}, "an IPython input transformer"),
@@ -130,6 +144,16 @@ FILES = {
     "ctypes": {"ctypes.py": "import sys\nprint('STUDENT CTYPES', file=sys.stderr)\nraise SystemExit(0)\n"},
     "launcher": {"ipykernel_launcher.py": "print('STUDENT KERNEL')\n"},
 }
+
+
+def _cgroup_problem() -> str:
+    """Why this machine gives a sandbox no cgroup ("" when it does)."""
+    made, why = sandbox.make_cgroup(f"aiayn-check-{os.getpid()}", 1 << 30, 16)
+    sandbox.remove_cgroup(made)
+    return why
+
+
+CGROUP = not _cgroup_problem() if not NO_SANDBOX else False
 
 
 def _crowd(count: int) -> list[subprocess.Popen]:
@@ -149,6 +173,8 @@ def graded(tmp_path_factory):
     correct = test_assignments._solutions(nbformat.read(SOURCE, as_version=4))
     submissions = {"blank": released, "honest": test_assignments._fill(released, correct)}
     submissions["disk"] = test_assignments._fill(released, {**correct, "mha_answer": correct["mha_answer"] + DISK})
+    if CGROUP:
+        submissions["hog"] = test_assignments._fill(released, {**correct, "mha_answer": correct["mha_answer"] + HOG})
     for name, (answers, _) in HOSTILE.items():
         submissions[name] = test_assignments._fill(released, answers)
     for name, nb in submissions.items():
@@ -183,7 +209,7 @@ def graded(tmp_path_factory):
 
 def test_odd_and_linked_folders_are_refused_and_reported_the_others_graded(graded):
     course, scores, _, refused = graded
-    assert len(refused) == 2 and len(scores) == 3 + len(HOSTILE)
+    assert len(refused) == 2 and len(scores) == 3 + CGROUP + len(HOSTILE)
     texts = sorted(refused.values())
     assert "'linked'" in texts[0] and "it is a link" in texts[0]
     assert "'odd*[name]'" in texts[1] and "not an id" in texts[1]
@@ -225,3 +251,13 @@ def test_a_disk_filler_is_stopped_at_the_scratch_limit_and_keeps_its_marks(grade
     written = int(printed.split("DISK written MiB:")[1].split()[0])
     assert written <= 512, written  # the scratch tmpfs: 512 MiB
     assert scores["disk"] == 1.0
+
+
+@pytest.mark.skipif(not CGROUP, reason="no cgroup for the sandbox here")
+def test_a_memory_hog_is_stopped_at_the_sandboxs_memory_limit_and_reported(graded):
+    course, _, reports, _ = graded
+    assert "the sandbox hit its memory limit (4096 MiB as a whole)" in reports["hog"], reports["hog"]
+    nb = nbformat.read(course / "autograded" / "hog" / A / f"{A}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "mha_answer")
+    printed = "".join(o.get("text", "") for o in cell.outputs)
+    assert int(printed.split("HOG stopped:")[1].split()[0]) >= 1, printed

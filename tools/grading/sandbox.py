@@ -166,6 +166,73 @@ def sandbox_uid() -> int | None:
     return low + secrets.randbelow(high - low)
 
 
+def make_cgroup(name: str, memory: int, tasks: int) -> tuple[list[Path], str]:
+    """The folders of a new cgroup that bounds one sandbox as a whole: ``memory`` bytes
+    of memory (its tmpfs folders included) and ``tasks`` tasks. Cgroup v1 (memory and
+    pids) or v2, under the grader's own cgroup; ([], why not) where the system offers
+    none this user may write (an ordinary user, or a container that forbids it)."""
+    if os.geteuid() != 0:
+        return [], "cgroups are not used when grading as an ordinary user"
+    where = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            where[controller] = path.rstrip("/")
+    root, made = Path("/sys/fs/cgroup"), []
+    limits = {}
+    if "memory" in where and (root / "memory").is_dir():  # v1
+        folder = root / "memory" / where["memory"].lstrip("/") / name
+        limits[folder] = {"memory.limit_in_bytes": memory}
+        if "pids" in where and (root / "pids").is_dir():
+            pids = root / "pids" / where["pids"].lstrip("/") / name
+            limits[pids] = {"pids.max": tasks}
+    elif "" in where and (root / "cgroup.controllers").is_file():  # v2
+        folder = root / where[""].lstrip("/") / name
+        limits[folder] = {"memory.max": memory, "pids.max": tasks}
+    else:
+        return [], "this system offers no cgroup for it"
+    try:
+        for folder, values in limits.items():
+            folder.mkdir()
+            made.append(folder)
+            for key, value in values.items():
+                (folder / key).write_text(str(value))
+    except OSError as err:
+        remove_cgroup(made)
+        return [], f"cgroups are not writable here ({type(err).__name__}: {err})"
+    return made, ""
+
+
+def cgroup_kills(folders: list[Path]) -> int:
+    """How many processes the kernel's OOM killer stopped in the cgroup ``folders``."""
+    for folder in folders:
+        for name in ("memory.events", "memory.oom_control"):
+            path = folder / name
+            if path.is_file():
+                for line in path.read_text().splitlines():
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+    return 0
+
+
+def remove_cgroup(folders: list[Path]) -> None:
+    """Stop what is left in the sandbox's cgroup (its own processes), then remove it."""
+    for folder in folders:
+        for _ in range(200):  # its last tasks may take a moment to exit
+            try:
+                for pid in (folder / "cgroup.procs").read_text().split():
+                    try:
+                        os.kill(int(pid), 9)
+                    except ProcessLookupError:
+                        pass
+                folder.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
 def tasks_of(uid: int) -> int:
     """How many tasks (threads) the user ``uid`` runs now: RLIMIT_NPROC counts them."""
     count = 0
@@ -464,10 +531,34 @@ def run_sandboxed(
     Returns the frames (one per executed cell: index, id, outputs, execution_count),
     why cells may be missing ("" when the run ended normally) and the sandbox's log.
     Raises SandboxFailed when the sandbox stopped before the submission's code ran.
+    Run by root where cgroups are writable, ``memory`` and ``processes`` also bound the
+    sandbox as a whole (``make_cgroup``).
     """
+    limits = dict(
+        cell_timeout=cell_timeout,
+        notebook_timeout=notebook_timeout,
+        memory=memory,
+        file_size=file_size,
+        tmp_size=tmp_size,
+        scratch_size=scratch_size,
+        max_output=max_output,
+        read_only=read_only,
+        env=env,
+    )
     uid = sandbox_uid()
+    cgroup, _ = make_cgroup(f"aiayn-sandbox-{uid or os.getpid()}", memory, processes)
     if uid is None:  # RLIMIT_NPROC counts the instructor's own tasks too: add them
         processes += tasks_of(os.getuid())
+    try:
+        return _run(nb, files, submitted, cgroup, uid, processes, **limits)
+    finally:
+        remove_cgroup(cgroup)
+
+
+def _run(nb, files, submitted, cgroup, uid, processes, **limits):
+    """run_sandboxed, in the cgroup folders ``cgroup`` (if any)."""
+    cell_timeout, notebook_timeout = limits["cell_timeout"], limits["notebook_timeout"]
+    memory, max_output = limits["memory"], limits["max_output"]
     with tempfile.TemporaryDirectory(prefix="aiayn-grade-") as tmp:
         scratch, log_path = Path(tmp) / "submission", Path(tmp) / "log"
         scratch.mkdir()
@@ -478,14 +569,14 @@ def run_sandboxed(
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
         cmd = bwrap_command(
             scratch,
-            _read_only_paths(read_only or []),
+            _read_only_paths(limits["read_only"] or []),
             memory=memory,
             processes=processes,
-            file_size=file_size,
-            tmp_size=tmp_size,
-            env=env,
+            file_size=limits["file_size"],
+            tmp_size=limits["tmp_size"],
+            env=limits["env"],
             uid=uid,
-            scratch_size=scratch_size,
+            scratch_size=limits["scratch_size"],
         )
         read_end, write_end = os.pipe()
         chunks: list[bytes] = []
@@ -501,8 +592,12 @@ def run_sandboxed(
                         return
                     chunks.append(chunk)
 
+        def join_cgroup() -> None:  # in the child, before bwrap starts
+            for folder in cgroup:
+                with open(folder / "cgroup.procs", "w") as procs:
+                    procs.write(str(os.getpid()))
+
         reader = threading.Thread(target=read_frames, daemon=True)
-        reader.start()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [*cmd, python(), "-I", "-c", RUNNER, str(write_end), str(cell_timeout)],
@@ -511,7 +606,9 @@ def run_sandboxed(
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_end,),
                 env=host_env(),
+                preexec_fn=join_cgroup if cgroup else None,
             )
+            reader.start()
             os.close(write_end)
             reason = ""
             try:
@@ -541,6 +638,11 @@ def run_sandboxed(
                 last = (log_text.strip().splitlines() or ["(no message)"])[-1][:300]
                 raise SandboxFailed(f"the sandbox did not start (exit {code}: {last})")
             reason = f"the sandbox stopped (exit {code}) before this cell ran"
+        kills = cgroup_kills(cgroup)
+        if kills:
+            hit = f"the sandbox hit its memory limit ({memory >> 20} MiB as a whole)"
+            hit += f": {kills} process(es) stopped"
+            reason = f"{hit}; {reason}" if reason else hit
         frames = []
         for line in b"".join(chunks).split(b"\n"):
             try:
