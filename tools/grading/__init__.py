@@ -4,7 +4,9 @@ handin    the "Am I done?" cell make student adds to every released assignment
 collect   a course platform's zip into ``<course>/submitted/`` (``make collect``)
 roster    who the students are: the platform's id, the display name, the email
 repair    each submission made gradable (misnamed notebook, stripped metadata)
+folders   every student folder checked (a safe name, no links) before nbgrader sees it
 sandbox   the bubblewrap sandbox a submission's code runs in
+verdict   each hidden test judged in the grader's process, from data the sandbox sends
 autograde nbgrader's autograde with the execution in the sandbox; feedback
 cli       ``make grade`` (tools/grade.py): the stages above for one assignment
 decisions due dates and the late policy (book/autograder/deadlines.toml);
