@@ -51,7 +51,6 @@ TO_DO = {
     ("02_scaled_dot_product_attention.ipynb", "951608bf"),
     ("02_scaled_dot_product_attention.ipynb", "7ee5cffd"),
     ("07_full_model.ipynb", "409f9278"),
-    ("08_using_the_model.ipynb", "322b2612"),
 }
 
 
