@@ -107,6 +107,9 @@ def test_grading_takes_out_the_check_cell_only_as_released():
     nb = nbformat.from_dict(release)
     assert repair.CHECK == handin.CELL_ID
     assert [c.get("id") for c in repair.drop_check_cell(nb, release).cells][-1] != handin.CELL_ID
+    pasted = nbformat.from_dict(release)
+    pasted.cells[-1]["id"] = "f00d"  # copied into a new notebook
+    assert len(repair.drop_check_cell(pasted, release).cells) == len(release.cells) - 1
     edited = nbformat.from_dict(release)
     edited.cells[-1].source += "\nprint('mine')"
     assert repair.drop_check_cell(edited, release).cells[-1].id == handin.CELL_ID

@@ -151,13 +151,14 @@ def _release_of(resources: dict) -> NotebookNode | None:
 
 
 def drop_check_cell(nb: NotebookNode, release: NotebookNode) -> NotebookNode:
-    """``nb`` without the "Am I done?" cell (handin.py) when it is as released: it
-    grades nothing, and it runs the visible tests with ``exec``. A student's edited
-    copy stays, and runs and is read like any other cell."""
+    """``nb`` without the "Am I done?" cell (handin.py) when its text is as released
+    (with its id or, pasted into a new notebook, without): it grades nothing, and it
+    runs the visible tests with ``exec``. A student's edited copy stays, and runs
+    and is read like any other cell."""
     released = [_normal(c.source) for c in release.cells if c.get("id") == CHECK]
 
-    def as_released(cell) -> bool:
-        return cell.get("id") == CHECK and _normal(cell.source) in released
+    def as_released(cell) -> bool:  # a copy pasted into a new notebook lost its id
+        return cell.cell_type == "code" and _normal(cell.source) in released
 
     nb.cells = [c for c in nb.cells if not as_released(c)]
     return nb
