@@ -890,8 +890,7 @@ def quiz(questions: list[dict] | str, key: str) -> None:
     readable JSON. ``key`` (the chapter, for example ``"ch02"``) fixes the shuffle and
     the element ids, so the saved output is the same on every run.
     """
-    legacy = isinstance(questions, list)  # chapters not converted yet: as before
-    questions = _quiz_questions(questions) if legacy else _shuffled(questions, key)
+    questions = _shuffled(questions, key)
     # optional at import time: only the notebooks need it
     import jupyterquiz.dynamic.display as jq_display
     from jupyterquiz import display_quiz
@@ -902,8 +901,6 @@ def quiz(questions: list[dict] | str, key: str) -> None:
 
     def script(prefix: str, *args: Any, **kwargs: Any) -> str:
         # the questions as base64 that the page decodes, not as readable JSON
-        if legacy:
-            return _guard_mathjax(build_script(prefix, *args, **kwargs))
         if plain not in prefix:
             raise RuntimeError("jupyterquiz's script no longer starts with the JSON")
         prefix = prefix.replace(

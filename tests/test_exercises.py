@@ -533,6 +533,7 @@ def test_quiz_output_is_the_same_every_run_and_hides_the_key(monkeypatch):
     for shown in runs[0]:
         assert "Q?" not in shown and not re.search(r'"correct"\s*:\s*true', shown), "no readable key in the output"
     assert _shown_questions(runs[0][1]) == questions
+    assert _quiz_outputs(monkeypatch, questions)[0] == runs[0], "a plain list: the same shuffled, hidden quiz"
     with pytest.raises(ValueError, match="at least one of them correct"):
         quiz([{"question": "Q?", "answers": [{"answer": "a", "correct": False}]}], key="chX")
     with pytest.raises(ValueError, match=r"encode\(json.dumps\(questions\)\)"):
