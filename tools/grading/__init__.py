@@ -5,7 +5,9 @@ collect   a course platform's zip into ``<course>/submitted/`` (``make collect``
 roster    who the students are: the platform's id, the display name, the email
 repair    each submission made gradable (misnamed notebook, stripped metadata)
 folders   every student folder checked (a safe name, no links) before nbgrader sees it
-sandbox   the bubblewrap sandbox a submission's code runs in
+sandbox   the bubblewrap sandbox a submission's code runs in: running it, reporting;
+bwrap     its command line, environment and the checks that one can start;
+limits    its limits: a uid and a cgroup of its own, sizes
 verdict   each hidden test judged in the grader's process, from data the sandbox sends
 autograde nbgrader's autograde with the execution in the sandbox; feedback
 cli       ``make grade`` (tools/grade.py): the stages above for one assignment

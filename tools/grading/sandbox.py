@@ -17,20 +17,17 @@ The notebook (with its hidden tests) reaches the sandbox on a pipe, never as a f
 and comes back one cell at a time on another pipe (autograde.merge_outputs keeps only
 the outputs of the cells it sent).
 
-The interpreter runs at its real folder (``python()``): a venv reached through a
-symbolic link (``.venv -> /elsewhere/venv``) is bound at its real path, so the
-sandbox must not run the link.
+The module runs the sandbox and reports what happened; the bubblewrap command and
+the checks before grading are in bwrap.py, the user, cgroup and size limits in
+limits.py (split by concern, issue #34).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,45 +35,28 @@ from pathlib import Path
 
 import nbformat
 
-NOBODY = 65534  # the uid and gid a root instructor's sandbox runs as
-# what the sandbox keeps of the grader's environment (threads, hashing, CPU kernels)
-PASSED_ENV = (
-    "AIAYN_THREADS",
-    "PYTHONHASHSEED",
-    "OMP_NUM_THREADS",
-    "ATEN_CPU_CAPABILITY",
+from .bwrap import (  # noqa: F401 (re-exported: grade.py and tests use these names)
+    BROKEN,
+    INSTALL,
+    PASSED_ENV,
+    _read_only_paths,
+    bwrap_command,
+    host_env,
+    python,
+    refusal,
+    sandbox_problem,
+    too_little_memory,
 )
-INSTALL = """\
-Grading runs the students' code, so `make grade` runs each submission in a
-bubblewrap sandbox, and bubblewrap {problem}.
-  Debian, Ubuntu:  sudo apt install bubblewrap
-  Fedora:          sudo dnf install bubblewrap
-  macOS:           no bubblewrap: grade in a Linux VM or container (Docker, Podman)
-  Windows:         in WSL, as on Linux
-(in a container, bubblewrap needs the right to create namespaces)
-To grade your own notebooks without a sandbox: make grade GRADE_FLAGS=--unsandboxed"""
-BROKEN = """\
-Grading runs the students' code, so `make grade` runs each submission in a
-bubblewrap sandbox. bubblewrap is installed, but {problem}.
-To grade your own notebooks without a sandbox: make grade GRADE_FLAGS=--unsandboxed"""
-
-
-def refusal(problem: str) -> str:
-    """What to tell the instructor when ``sandbox_problem()`` found ``problem``."""
-    missing = problem.startswith(("is not installed", "needs "))
-    return (INSTALL if missing else BROKEN).format(problem=problem)
-
-
-def python() -> str:
-    """The interpreter to run in the sandbox: this one, its folder resolved.
-
-    The sandbox binds the venv at its real path, so a venv reached through a link
-    (``.venv -> /elsewhere/venv``) must be run there too; the file itself stays the
-    venv's (resolving it would leave the venv for the Python it links to).
-    """
-    exe = Path(sys.executable)
-    return str(Path(os.path.realpath(exe.parent)) / exe.name)
-
+from .limits import (  # noqa: F401 (re-exported)
+    NOBODY,
+    SANDBOX_UIDS,
+    _bytes,
+    cgroup_kills,
+    make_cgroup,
+    remove_cgroup,
+    sandbox_uid,
+    tasks_of,
+)
 
 # Runs inside the sandbox, as ``python -I`` from / (nothing of the submission on its
 # path): says it started, copies the handed-in files into the size-limited /submission,
@@ -148,314 +128,10 @@ STARTED = "aiayn-runner: started"
 # What is never copied into the sandbox: code that Python could import or load.
 CODE_SUFFIXES = {".py", ".pyc", ".pyo", ".pyd", ".pth", ".so", ".dylib", ".dll"}
 CODE_SUFFIXES |= {".egg", ".whl", ".zip"}  # zipimport
-SANDBOX_UIDS = (1_600_000_000, 1_700_000_000)  # a root instructor's sandboxes: one each
 
 
 class SandboxFailed(RuntimeError):
     """The sandbox stopped before the submission's code ran: a reason of the host."""
-
-
-def sandbox_uid() -> int | None:
-    """A uid of its own for one sandbox (root only: None for an ordinary user), so that
-    the process limit counts that sandbox's processes and nothing else of the host."""
-    if os.geteuid() != 0:
-        return None
-    import secrets
-
-    low, high = SANDBOX_UIDS
-    return low + secrets.randbelow(high - low)
-
-
-def make_cgroup(name: str, memory: int, tasks: int) -> tuple[list[Path], str]:
-    """The folders of a new cgroup that bounds one sandbox as a whole: ``memory`` bytes
-    of memory (its tmpfs folders included) and ``tasks`` tasks. Cgroup v1 (memory and
-    pids) or v2, under the grader's own cgroup; ([], why not) where the system offers
-    none this user may write (an ordinary user, or a container that forbids it)."""
-    if os.geteuid() != 0:
-        return [], "cgroups are not used when grading as an ordinary user"
-    where = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(","):
-            where[controller] = path.rstrip("/")
-    root, made = Path("/sys/fs/cgroup"), []
-    limits = {}
-    if "memory" in where and (root / "memory").is_dir():  # v1
-        folder = root / "memory" / where["memory"].lstrip("/") / name
-        limits[folder] = {"memory.limit_in_bytes": memory}
-        if "pids" in where and (root / "pids").is_dir():
-            pids = root / "pids" / where["pids"].lstrip("/") / name
-            limits[pids] = {"pids.max": tasks}
-    elif "" in where and (root / "cgroup.controllers").is_file():  # v2
-        folder = root / where[""].lstrip("/") / name
-        limits[folder] = {"memory.max": memory, "pids.max": tasks}
-    else:
-        return [], "this system offers no cgroup for it"
-    try:
-        for folder, values in limits.items():
-            folder.mkdir()
-            made.append(folder)
-            for key, value in values.items():
-                (folder / key).write_text(str(value))
-    except OSError as err:
-        remove_cgroup(made)
-        return [], f"cgroups are not writable here ({type(err).__name__}: {err})"
-    return made, ""
-
-
-def cgroup_kills(folders: list[Path]) -> int:
-    """How many processes the kernel's OOM killer stopped in the cgroup ``folders``."""
-    for folder in folders:
-        for name in ("memory.events", "memory.oom_control"):
-            path = folder / name
-            if path.is_file():
-                for line in path.read_text().splitlines():
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1])
-    return 0
-
-
-def remove_cgroup(folders: list[Path]) -> None:
-    """Stop what is left in the sandbox's cgroup (its own processes), then remove it."""
-    for folder in folders:
-        for _ in range(200):  # its last tasks may take a moment to exit
-            try:
-                for pid in (folder / "cgroup.procs").read_text().split():
-                    try:
-                        os.kill(int(pid), 9)
-                    except ProcessLookupError:
-                        pass
-                folder.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.1)
-
-
-def tasks_of(uid: int) -> int:
-    """How many tasks (threads) the user ``uid`` runs now: RLIMIT_NPROC counts them."""
-    count = 0
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            text = status.read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            count += int(fields.get("Threads", "1").strip() or 1)
-    return count
-
-
-def host_env() -> dict[str, str]:
-    """The environment bwrap itself starts with (PID 1 of the sandbox): nothing of the
-    grader's (tokens, keys), which an ordinary user's sandbox reads in /proc/1/environ.
-    """
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-
-
-def _bytes(text: str) -> int:
-    """'4G', '512M', '1000000' -> bytes."""
-    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
-    if not m:
-        expected = "a size like 4G, 512M or a number of bytes"
-        raise ValueError(f"expected {expected}, got {text!r}")
-    return int(m[1]) * 1024 ** " KMG".index(m[2] or " ")
-
-
-def _read_only_paths(extra: list[str]) -> list[Path]:
-    """What the sandbox may read: the venv, its Python, the package and ``extra``."""
-    import importlib.util
-
-    paths = [
-        Path(sys.prefix),
-        Path(sys.base_prefix),
-        Path(os.path.realpath(sys.executable)).parent,
-    ]
-    spec = importlib.util.find_spec("aiayn_helpers")
-    # the book's package (students have it as a wheel): not the repository
-    if spec and spec.origin:
-        paths.append(Path(spec.origin).parent)
-    paths += [Path(p) for p in extra if p]
-    return [p.resolve() for p in paths if p.exists()]
-
-
-def bwrap_command(
-    scratch: Path,
-    read_only: list[Path],
-    *,
-    memory: int,
-    processes: int,
-    file_size: int,
-    tmp_size: int,
-    env: dict[str, str] | None = None,
-    uid: int | None = None,
-    scratch_size: int | None = None,
-) -> list[str]:
-    """The bubblewrap command line that runs what follows it in a sandbox.
-
-    ``scratch`` appears read-only as /handed-in, and /submission is a private tmpfs of
-    ``scratch_size`` bytes (the runner copies the files in; without a size, ``scratch``
-    itself is /submission); each of ``read_only`` at its own path; /usr and the
-    loader's files read-only; a private /tmp of ``tmp_size`` bytes; the working
-    directory is /. The limits apply inside (prlimit): ``memory`` bytes of address
-    space per process, ``processes`` tasks of the sandbox's user, files of at most
-    ``file_size``. Run by root, the sandbox runs as ``uid`` (a uid of its own, see
-    ``sandbox_uid``; default ``nobody``).
-    """
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise FileNotFoundError("bwrap")
-    cmd = [
-        bwrap,
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-pid",
-        "--unshare-net",
-    ]
-    cmd += [
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        "sandbox",
-    ]
-    cmd += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        path = Path("/") / name
-        if path.is_symlink():
-            cmd += ["--symlink", os.readlink(path), str(path)]
-        elif path.is_dir():
-            cmd += ["--ro-bind", str(path), str(path)]
-    for name in (
-        "ld.so.cache",
-        "ld.so.conf",
-        "ld.so.conf.d",
-        "localtime",
-        "nsswitch.conf",
-    ):
-        if (Path("/etc") / name).exists():
-            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    cmd += ["--size", str(tmp_size), "--perms", "1777", "--tmpfs", "/tmp"]
-    made = {Path("/"), Path("/tmp")}
-    bound: list[Path] = [Path("/usr")]
-    for path in sorted(set(read_only), key=lambda p: len(p.parts)):
-        if any(path.is_relative_to(b) for b in bound):
-            continue  # already inside a read-only bind
-        for parent in reversed(path.parents):
-            # bwrap makes missing parents 0700, which nobody could enter
-            if parent not in made:
-                cmd += ["--perms", "0755", "--dir", str(parent)]
-                made.add(parent)
-        cmd += ["--ro-bind", str(path), str(path)]
-        bound.append(path)
-    if scratch_size is None:
-        cmd += ["--bind", str(scratch), "/submission", "--dir", "/handed-in"]
-    else:
-        cmd += ["--ro-bind", str(scratch), "/handed-in"]
-        cmd += ["--size", str(scratch_size), "--perms", "1777"]
-        cmd += ["--tmpfs", "/submission"]
-    cmd += ["--chdir", "/", "--clearenv"]
-    environment = {
-        "HOME": "/tmp",
-        "PATH": f"{Path(python()).parent}:/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "USER": "student",
-        "TMPDIR": "/tmp",
-        "MPLBACKEND": "Agg",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "NBGRADER_EXECUTION": "autograde",
-        **(env or {}),
-    }
-    for key, value in environment.items():
-        cmd += ["--setenv", key, value]
-    if os.geteuid() == 0:  # root has no RLIMIT_NPROC and reads root's files: be nobody
-        cmd += ["--cap-add", "CAP_SETUID,CAP_SETGID", "--", "setpriv"]
-        user = NOBODY if uid is None else uid
-        cmd += [f"--reuid={user}", f"--regid={user}", "--clear-groups"]
-        cmd += ["--inh-caps=-all", "--bounding-set=-all"]
-    else:
-        cmd += ["--"]
-    cmd += [
-        "prlimit",
-        f"--as={memory}",
-        f"--nproc={processes}",
-        f"--fsize={file_size}",
-        "--",
-    ]
-    return cmd
-
-
-@functools.cache
-def sandbox_problem() -> str | None:
-    """None when a sandbox can run Python here; else what is wrong, in words."""
-    if shutil.which("bwrap") is None:
-        return "is not installed (no bwrap on PATH)"
-    for tool in ("prlimit", "setpriv") if os.geteuid() == 0 else ("prlimit",):
-        if shutil.which(tool) is None:
-            return f"needs {tool} (util-linux), which is not installed"
-    with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
-        if os.geteuid() == 0:
-            os.chown(tmp, NOBODY, NOBODY)
-        cmd = bwrap_command(
-            Path(tmp),
-            _read_only_paths([]),
-            memory=2 << 30,
-            processes=64,
-            file_size=1 << 20,
-            tmp_size=1 << 20,
-        )
-        try:
-            done = subprocess.run(
-                [*cmd, python(), "-I", "-c", "import sys"],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env=host_env(),
-            )
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return f"could not start a sandbox ({err})"
-    if done.returncode != 0:
-        why = done.stderr.strip()[-500:]
-        return f"could not start a sandbox (exit {done.returncode}: {why})"
-    return None
-
-
-def too_little_memory(memory: int, processes: int) -> str | None:
-    """None when PyTorch imports in a sandbox with these limits; else what to do.
-
-    A CUDA build of PyTorch maps large libraries, which count as address space.
-    """
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return None
-    with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
-        if os.geteuid() == 0:
-            os.chown(tmp, NOBODY, NOBODY)
-        limits = {"file_size": 1 << 20, "tmp_size": 64 << 20}
-        cmd = bwrap_command(
-            Path(tmp),
-            _read_only_paths([]),
-            memory=memory,
-            processes=processes,
-            **limits,
-        )
-        code = "import torch; torch.ones(3).sum()"
-        done = subprocess.run(
-            [*cmd, python(), "-I", "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=host_env(),
-        )
-    if done.returncode == 0:
-        return None
-    last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-    return (
-        f"PyTorch does not import in a sandbox with --memory {memory >> 20}M "
-        f"and --processes {processes} ({last}): raise them, e.g. --memory 16G"
-    )
 
 
 def _through_link(base: Path, relative: Path) -> bool:
