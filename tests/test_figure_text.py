@@ -50,7 +50,6 @@ TO_DO = {
     ("02_scaled_dot_product_attention.ipynb", "86138e81"),
     ("02_scaled_dot_product_attention.ipynb", "951608bf"),
     ("02_scaled_dot_product_attention.ipynb", "7ee5cffd"),
-    ("07_full_model.ipynb", "409f9278"),
 }
 
 
