@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,3 +65,89 @@ def test_reports_of_students_no_longer_submitted_are_removed(course):
     (reports / "gone.txt").write_text("old\n")
     assert folders.stale_reports(course, A) == [reports / "gone.txt"]
     assert sorted(p.name for p in reports.iterdir()) == ["ok.txt"]
+
+
+# make grade (cli.main) around the folders: nbgrader, the gradebook and the sandbox
+# checks replaced by stand-ins, so that only main's own steps run (about 0.5 s). The
+# real grading of a refused folder beside the others is in test_grading_hostile.py.
+from grading import cli  # noqa: E402
+
+
+@pytest.fixture
+def make_grade(course, monkeypatch):
+    """cli.main over ``course`` (safe: ok, ok_2; the others refused); what nbgrader
+    was asked to do is recorded, and ``fail`` names an nbgrader command that fails."""
+    (course / "nbgrader_config.py").write_text("from grade import configure\n")
+    for name in ["ok", "ok_2"]:  # readable notebooks, as nbgrader needs them
+        nbformat.write(nbformat.v4.new_notebook(), course / "submitted" / name / A / f"{A}.ipynb")
+    calls, fail = [], set()
+
+    def nbgrader(command, assignment, *args, course, quiet=False, check=True):
+        calls.append(command)
+        if command in fail:
+            raise RuntimeError(f"nbgrader {command} {assignment} failed: stand-in")
+        for folder in (course / "submitted").glob(f"*/{assignment}"):
+            graded = course / "autograded" / folder.parent.name / assignment
+            graded.mkdir(parents=True, exist_ok=True)
+            (graded / f"{assignment}.ipynb").write_text("{}")
+        return "log\n"
+
+    monkeypatch.setattr(cli, "nbgrader", nbgrader)
+    monkeypatch.setattr(cli, "sandbox_problem", lambda: None)
+    monkeypatch.setattr(cli, "too_little_memory", lambda memory, processes: None)
+    monkeypatch.setattr(cli, "set_due_date", lambda course, assignment, due: None)
+    monkeypatch.setattr(cli, "write_grades", lambda course, decisions: [])
+    deadlines = course / "deadlines.toml"
+    deadlines.write_text("[due]\n")
+    decisions = course / "decisions.toml"
+    decisions.write_text("")
+
+    def run(*flags):
+        argv = [A, "--course", str(course), "--deadlines", str(deadlines)]
+        return cli.main([*argv, "--decisions", str(decisions), *flags])
+
+    return run, calls, fail
+
+
+def test_make_grade_refuses_unsafe_folders_and_grades_the_others(make_grade, capsys):
+    run, calls, _ = make_grade
+    assert run() == 1  # the class graded; the refused folders NOT GRADED
+    err = capsys.readouterr().err
+    assert calls == ["autograde"]
+    assert "2 submission(s) graded" in err
+    for name in ["linked", "with-link", *ODD]:
+        assert f"NOT GRADED: the folder {name!r} was refused" in err, name
+    assert "NOT GRADED (folder refused, now in " in err
+    assert "NOT GRADED (scored 0)" not in err  # nobody who was graded
+
+
+def test_make_grade_removes_reports_of_students_gone(course, make_grade, capsys):
+    run, _, _ = make_grade
+    assert run() == 1
+    reports = course / "reports" / A
+    refused = sorted(p.name for p in reports.glob("refused-*.txt"))
+    assert len(refused) == len(ODD) + 2
+    (reports / "gone.txt").write_text("NOT GRADED: from an earlier run\n")
+    # the instructor renames one refused folder to a safe id: its report goes too
+    first = course / "refused" / A / refused[0].removesuffix(".txt")
+    if first.is_symlink():
+        first.unlink()
+    else:
+        first.rename(course / "submitted" / "renamed")
+    capsys.readouterr()
+    assert run() == 1
+    err = capsys.readouterr().err
+    assert not (reports / "gone.txt").exists() and "earlier run" not in err
+    assert sorted(p.name for p in reports.glob("refused-*.txt")) == refused[1:]
+    assert f"  {refused[1].removesuffix('.txt')}: NOT GRADED" in err
+
+
+def test_the_report_prints_when_feedback_fails_and_names_the_failure(make_grade, capsys):
+    run, calls, fail = make_grade
+    fail.add("generate_feedback")
+    assert run("--feedback") == 3  # stopped part-way: not the same as refused folders
+    err = capsys.readouterr().err
+    assert calls == ["autograde", "generate_feedback"]
+    assert "2 submission(s) graded" in err and "was refused" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("GRADING STOPPED: feedback failed: nbgrader generate_feedback")

@@ -14,14 +14,23 @@ late policy). This module runs them for ``make grade``:
 * a submission is graded again when its files changed (a resubmission: the newest
   counts), or when a due date, the late policy or a limit changed; the others keep
   their grades (nbgrader alone skips any student already graded);
-* what grading did is printed at the end, per student, from ``<course>/reports/``.
+* a student folder that cannot be graded safely (an odd name, a link) is moved to
+  ``<course>/refused/`` and reported (folders.py), and every other one is graded;
+* what grading did is printed at the end, per student, from ``<course>/reports/``,
+  also when a stage fails (the failure named last).
+
+Exit status: 0, every submission graded; 1, the class was graded but some students
+were NOT GRADED (a refused folder, a notebook that could not be read or run), each
+named in the report: not a crash, the others' grades are written, and the status
+tells a script that the instructor has something to look at; 2, nothing was graded
+(no course, no sandbox, a bad deadlines file); 3, grading stopped part-way (nbgrader's
+autograde, grades.csv or the feedback failed), the report says what was done.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -35,34 +44,18 @@ from .decisions import (
     set_due_date,
 )
 from .export import write_grades
+from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .repair import NOTES, note, prepare_submissions
 from .roster import read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
 
 ROOT = Path(__file__).resolve().parents[2]
-LINKS = """\
-Submissions hold symbolic links, which nbgrader would follow (to files of yours, or
-to a device that never ends). Remove them, then grade again:
-{links}"""
 UNSANDBOXED = """\
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
 !! --unsandboxed: the notebooks run as YOU, in the course folder, with your files, !!
 !! the network and no limits. They can read the hidden tests and the gradebook.    !!
 !! Use it only for notebooks you wrote yourself, never for students' submissions.  !!
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"""
-
-
-def links_in_submissions(course: Path, assignment: str) -> list[Path]:
-    """The symbolic links in the submitted folders of ``assignment``."""
-    found = []
-    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
-        if folder.is_symlink():
-            found.append(folder)
-            continue
-        for here, dirs, files in os.walk(folder):
-            paths = [Path(here) / name for name in dirs + files]
-            found += [path for path in paths if path.is_symlink()]
-    return found
 
 
 def _digest(folder: Path, extra: str) -> str:
@@ -184,11 +177,6 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    links = links_in_submissions(course, args.assignment)
-    if links:
-        listed = "\n".join(f"  {link}" for link in links)
-        print(LINKS.format(links=listed), file=sys.stderr)
-        return 2
     if args.unsandboxed:
         print(UNSANDBOXED, file=sys.stderr)
     else:
@@ -215,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     flags += [f"--SandboxedExecute.read_only={Path(d).resolve()}" for d in args.data]
     flags += [f"--LatePolicy.{key}={value}" for key, value in sorted(late.items())]
+    # a folder nbgrader cannot grade safely (an odd name, a link) is moved aside and
+    # reported, and everyone else is graded; reports of students gone are removed
+    refuse_unsafe(course, args.assignment)
+    stale_reports(course, args.assignment)
     notes = prepare_submissions(course, args.assignment)
     # a new due date, policy or limit changes every grade: grade everyone again
     settings = json.dumps([str(due), late, flags], sort_keys=True)
@@ -237,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         if student in stale:
             for text in texts:
                 note(course, args.assignment, student, text)
+    stage, failure = "autograde", ""
     try:
         set_due_date(course, args.assignment, due)
         log = nbgrader(
@@ -261,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
                 why = f"nbgrader could not grade it ({where})"
                 note(course, args.assignment, student, f"NOT GRADED: {why}")
         (reports / "graded.json").write_text(json.dumps(graded, indent=1))
+        stage = "writing grades.csv"
         write_grades(course, decisions)  # the gradebook and the decisions
         if args.feedback:
+            stage = "feedback"
             nbgrader(
                 "generate_feedback",
                 args.assignment,
@@ -270,9 +265,14 @@ def main(argv: list[str] | None = None) -> int:
                 quiet=args.quiet,
             )
     except RuntimeError as err:
-        print(err, file=sys.stderr)
-        return 1
-    failed = report(course, args.assignment, stale, due)
+        failure = f"{stage} failed: {err}"
+    except BaseException as err:  # a bug: still say what was done, then raise it
+        failure = f"{stage} failed: {type(err).__name__}: {err}"
+        raise
+    finally:
+        failed = report(course, args.assignment, stale, due, failure)
+    if failure:
+        return 3
     wrote = f"grades: {course / 'grades.csv'}"
     if args.feedback:
         wrote += f"; feedback: {course / 'feedback'}"
@@ -282,8 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def report(course: Path, assignment: str, graded: list[str], due) -> list[str]:
-    """Print what grading did to each submission; return the students not graded."""
+def report(
+    course: Path,
+    assignment: str,
+    graded: list[str],
+    due,
+    failure: str = "",
+) -> list[str]:
+    """Print what grading did to each submission, and ``failure``, the stage that
+    stopped grading (if one did); return the students not graded."""
     folder = course / NOTES / assignment
     failed = []
     lines = [f"{assignment}: {len(graded)} submission(s) graded (new or changed)"]
@@ -297,9 +304,18 @@ def report(course: Path, assignment: str, graded: list[str], due) -> list[str]:
         known = roster.get(path.stem)
         who = f"{path.stem} ({known.name})" if known and known.name else path.stem
         lines += [f"  {who}: {t}" for t in texts]
-    if failed:
-        lines.append(f"NOT GRADED (scored 0): {', '.join(failed)}")
-    print("\n".join(lines), file=sys.stderr if failed else sys.stdout)
+    refused = [s for s in failed if s.startswith(REFUSED_PREFIX)]
+    scored = [s for s in failed if s not in refused]
+    if scored:
+        lines.append(f"NOT GRADED (scored 0): {', '.join(scored)}")
+    if refused:
+        where = course / REFUSED / assignment
+        names = ", ".join(refused)
+        lines.append(f"NOT GRADED (folder refused, now in {where}): {names}")
+    if failure:
+        lines.append(f"GRADING STOPPED: {failure}")
+    bad = failed or failure
+    print("\n".join(lines), file=sys.stderr if bad else sys.stdout)
     return failed
 
 

@@ -25,6 +25,7 @@ from .repair import NOTES, note
 from .roster import SAFE_ID
 
 REFUSED = "refused"  # <course>/refused/<assignment>/<safe name>/: refused folders
+REFUSED_PREFIX = "refused-"  # the safe names, also of their reports
 
 
 def _links(folder: Path) -> list[Path]:
@@ -53,7 +54,7 @@ def problem(submitted: Path, student: str) -> str | None:
 def safe_name(student: str) -> str:
     """A name under ``refused/`` for the folder ``student`` (any characters)."""
     digest = hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:10]
-    return f"refused-{digest}"
+    return f"{REFUSED_PREFIX}{digest}"
 
 
 def refuse_unsafe(course: Path, assignment: str) -> dict[str, str]:
@@ -77,18 +78,23 @@ def refuse_unsafe(course: Path, assignment: str) -> dict[str, str]:
             f"NOT GRADED: the folder {entry!r} was refused: {why}; moved to "
             f"{target.relative_to(course)} (rename it to a safe id and grade again)"
         )
-        note(course, assignment, name, text)
-        done[name] = text
+        note(course, assignment, target.name, text)
+        done[target.name] = text
     return done
 
 
 def stale_reports(course: Path, assignment: str) -> list[Path]:
-    """Reports of students no longer in ``submitted/``, removed (they stop printing)."""
+    """Reports of students no longer in ``submitted/``, removed (they stop printing);
+    a refused folder's report stays while the folder is in ``refused/``."""
     folder, gone = course / NOTES / assignment, []
     for path in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
         student = path.stem
-        refused = student.startswith("refused-")
-        if not refused and not (course / "submitted" / student / assignment).is_dir():
+        if student.startswith(REFUSED_PREFIX):
+            kept = course / REFUSED / assignment / student
+            here = kept.exists() or kept.is_symlink()
+        else:
+            here = (course / "submitted" / student / assignment).is_dir()
+        if not here:
             path.unlink()
             gone.append(path)
     return gone
