@@ -30,3 +30,15 @@ def test_a_built_wheel_says_the_same_version(tmp_path):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # no pyproject.toml there: the installed metadata (make setup's editable install)
     assert done.stdout.strip() == project["version"]
+
+
+def test_the_student_edition_names_the_wheel_of_that_version(tmp_path):
+    """Built without a wheel (make_editions' check), the student edition's
+    requirements.txt names the wheel a build would make: its version read from
+    pyproject.toml, not written into tools/make_student.py."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import make_student
+
+    assert make_student.package_version() == ah.__version__
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "aiayn_helpers"\nversion = "9.8.7"\n')
+    assert make_student.package_version(tmp_path) == "9.8.7"

@@ -295,6 +295,14 @@ def student_intro(teacher_intro: str, template: str, torch_version: str) -> str:
     return template.replace("TORCH_VERSION", torch_version).rstrip() + "\n\n" + student_text(rest)
 
 
+def package_version(root: Path = ROOT) -> str:
+    """The package's version, from the one place it is set: ``root``'s pyproject.toml
+    (which ``aiayn_helpers.__version__`` reads too)."""
+    import tomllib
+
+    return str(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"])
+
+
 def build_wheel(dest: Path, root: Path = ROOT) -> Path:
     """Build the ``aiayn_helpers`` wheel into ``dest`` from a clean copy (nothing is written into the sources)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -379,7 +387,11 @@ def build(
         )
     )
     (out / "README.md").write_text((HERE / "README.md").read_text().replace("TORCH_VERSION", torch_pin(requirements)))
-    wheel_name = build_wheel(out / "dist", root).name if wheel else "aiayn_helpers-0.1.0-py3-none-any.whl"
+    # without a build (make_editions' check), the name the build would give the wheel
+    if wheel:
+        wheel_name = build_wheel(out / "dist", root).name
+    else:
+        wheel_name = f"aiayn_helpers-{package_version(root)}-py3-none-any.whl"
     (out / "requirements.txt").write_text(student_requirements(requirements, f"dist/{wheel_name}"))
 
     config = yaml.safe_load((root / "_config.yml").read_text())
