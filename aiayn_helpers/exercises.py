@@ -580,49 +580,34 @@ def check(
     rtol: float = 1e-6,
     atol: float = 1e-9,
 ) -> None:
-    """Compare a student's ``answer`` with ``expected``; print the verdict, raise
-    :class:`WrongAnswer` if wrong.
-
-    Every text argument (``why``, ``hint``, ``against``, the names of ``mistakes`` and
-    ``properties``, what ``diagnose`` returns) may be :func:`encode`'s text, so the
-    cell does not show it; it is decoded when printed. One call prints one verdict.
+    """Compare a student's ``answer`` with ``expected``; print one verdict, raise
+    :class:`WrongAnswer` if wrong. Any text argument may be :func:`encode`'s.
 
     Args:
-        label: the exercise's label, for example ``"ch03-ex1"`` (shown as
-            "Exercise 3.1").
-        answer: what the student computed. ``...`` (Ellipsis), or a tuple holding one,
-            means not answered yet. A function (``lambda: swapped(x, x, x)``) is called
-            first, so a check can use the student's objects; an error in it is reported
-            as a wrong answer.
-        expected: the right answer: a tensor or array (compared by shape, then values
-            with ``rtol``/``atol``), a number, a bool, a string (case-insensitive), a
-            :class:`Reference` (a digest: the value is not shown), a list, tuple
-            or dict of those, or :class:`OneOf` them (several right answers). A
-            function is called first (after the answer's).
-        why: one sentence said when the answer is right (what it shows), and only then.
-        hint: one sentence added when the answer is wrong and no mistake is named; it
-            must not state the answer.
-        mistakes: ``{"what the mistake is": the value it produces}``; a wrong answer
-            equal to one of these values is named ("this is what you get when ...").
-        diagnose: a function of no arguments, called when the answer is wrong: the
-            mistakes the student's answer shows, found from its properties (a list of
-            texts, one text, or nothing). They are named like ``mistakes``; when it
-            finds none, ``mistakes`` are compared, then ``hint`` is said.
-        properties: without ``answer`` and ``expected``, what a right answer does:
-            ``check(label, properties=[...], given=...)`` is :func:`check_that`. With
-            them, what a right answer also does, checked once the answer equals
-            ``expected`` (for example that a sample agrees with the formula).
-        requires: with ``answer`` and ``expected``, properties checked before the
-            comparison (shape, weights that sum to one), so a wrong answer is told
-            the first it lacks; one verdict for all.
-        given: the student's names the answer is computed from (a value or a tuple),
-            when ``answer`` is a function: any of them still ``...`` means not answered
-            yet.
-        against: what ``expected`` is, named when the answer differs from it (for
-            example ``"PyTorch's nn.MultiheadAttention"``): the property that failed.
+        label: the exercise's label, for example ``"ch03-ex1"`` ("Exercise 3.1").
+        answer: what the student computed; ``...`` (or a tuple holding one) means not
+            answered yet. A function (``lambda: swapped(x, x, x)``) is called first;
+            an error in it is a wrong answer.
+        expected: the right answer: a tensor or array (shape, then values within
+            ``rtol``/``atol``), a number, a bool, a string (any case), a
+            :class:`Reference` (a digest), a list, tuple or dict of those, or
+            :class:`OneOf` them. A function is called first.
+        why: one sentence said when the answer is right, and only then.
+        hint: one sentence added when it is wrong and no mistake is named; it must
+            not state the answer.
+        mistakes: ``{"what the mistake is": the value it produces}``, named when the
+            answer equals the value ("this is what you get when ...").
+        diagnose: a function of no arguments called when the answer is wrong: the
+            mistakes its properties show (texts, a text or nothing), named before
+            ``mistakes`` are compared.
+        properties: alone, what a right answer does (:func:`check_that`); beside
+            ``answer`` and ``expected``, checked once the answer equals ``expected``.
+        requires: properties checked before the comparison; the first missing one
+            is named.
+        given: the student's names a function ``answer`` reads: any still ``...``
+            means not answered yet.
+        against: what ``expected`` is, named when the answer differs from it.
         rtol, atol: tolerances for floating-point comparisons.
-
-    Prints the verdict and returns nothing (so a notebook cell shows only the sentence).
 
     Raises:
         WrongAnswer: the answer is wrong; the message says what differs and why.
@@ -636,6 +621,33 @@ def check(
             label, properties, given=given, why=why, hint=hint, diagnose=diagnose
         )
         return
+    _check_arguments(label, answer, expected, properties, requires, diagnose, against)
+    name = exercise_name(label)
+    if _unanswered(answer if given is _NOT_GIVEN else given):
+        print(f"○ {name}: {_NOT_ANSWERED}")
+        return
+    answer = _evaluated(name, answer, diagnose)
+    if requires is not None:
+        _properties_hold(name, requires, decode(hint), diagnose)
+    expected = expected() if isinstance(expected, types.FunctionType) else expected
+    _with_label([expected, *(mistakes or {}).values()], label)
+    words = _Words(why, hint, decode(against))
+    _verdict(name, answer, expected, words, mistakes or {}, diagnose, rtol, atol)
+    if properties is not None:
+        _properties_hold(name, properties, decode(hint), diagnose)
+    print(f"✓ {name}: right." + (f" {decode(why)}" if why else ""))
+
+
+def _check_arguments(
+    label: Any,
+    answer: Any,
+    expected: Any,
+    properties: Any,
+    requires: Any,
+    diagnose: Any,
+    against: Any,
+) -> None:
+    """Raise ValueError unless :func:`check`'s arguments fit together."""
     if answer is _NOT_GIVEN or expected is _NOT_GIVEN:
         if properties is not None:
             raise ValueError(
@@ -653,12 +665,13 @@ def check(
             _require_properties(extra)
     if diagnose is not None and not callable(diagnose):
         raise ValueError(f"diagnose must be a function of no arguments: {diagnose!r}")
-    name = exercise_name(label)
-    if _unanswered(answer if given is _NOT_GIVEN else given):
-        print(f"○ {name}: {_NOT_ANSWERED}")
-        return
+
+
+def _evaluated(name: str, answer: Any, diagnose: Callable[[], Any] | None) -> Any:
+    """The answer, called first if it is a function; an error in it is a wrong
+    answer (naming the slips ``diagnose`` finds)."""
     try:
-        answer = answer() if isinstance(answer, types.FunctionType) else answer
+        return answer() if isinstance(answer, types.FunctionType) else answer
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
         named = _diagnosed(diagnose)
@@ -670,25 +683,6 @@ def check(
         raise WrongAnswer(
             f"✗ {name}: not right: using your answer fails with {failure}"
         ) from error
-    if requires is not None:
-        _properties_hold(name, requires, decode(hint), diagnose)
-    expected = expected() if isinstance(expected, types.FunctionType) else expected
-    _with_label(expected, label)
-    for value in (mistakes or {}).values():
-        _with_label(value, label)
-    _verdict(
-        name,
-        answer,
-        expected,
-        _Words(why, hint, decode(against)),
-        mistakes or {},
-        diagnose,
-        rtol,
-        atol,
-    )
-    if properties is not None:
-        _properties_hold(name, properties, decode(hint), diagnose)
-    print(f"✓ {name}: right." + (f" {decode(why)}" if why else ""))
 
 
 class _Words:
