@@ -344,16 +344,33 @@ def test_grading_refuses_without_bubblewrap(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in course.iterdir()) == ["nbgrader_config.py"]
 
 
-def test_grading_refuses_links_in_submissions(tmp_path, capsys):
-    """nbgrader copies a submission's files following links: make grade stops first."""
+def test_grading_refuses_a_folder_holding_links(tmp_path, monkeypatch, capsys):
+    """nbgrader copies a submission's files following links: make grade moves such a
+    folder out of submitted/ before nbgrader runs, reports it and grades the rest
+    (nbgrader stood in here; test_grading_hostile.py grades a class beside one)."""
+    from grading import cli
+
     course = tmp_path / "course"
     folder = course / "submitted" / "s1" / ASSIGNMENT
     folder.mkdir(parents=True)
     (course / "nbgrader_config.py").write_text("from grade import configure\n")
     (folder / "notes.txt").symlink_to(SOURCE)
-    assert grade.main([ASSIGNMENT, "--course", str(course)]) == 2
-    assert str(folder / "notes.txt") in capsys.readouterr().err
-    assert not (course / "autograded").exists()
+    seen = []
+
+    def nbgrader(*args, course, **kw):
+        seen.append(sorted(os.listdir(course / "submitted")))
+        return "log\n"
+
+    monkeypatch.setattr(cli, "nbgrader", nbgrader)
+    monkeypatch.setattr(cli, "set_due_date", lambda *a: None)
+    monkeypatch.setattr(cli, "write_grades", lambda *a: [])
+    assert grade.main([ASSIGNMENT, "--course", str(course), "--unsandboxed"]) == 1
+    assert seen == [[]]  # nbgrader never saw the folder
+    err = capsys.readouterr().err
+    assert "NOT GRADED: the folder 's1' was refused: it holds links" in err
+    assert f"{ASSIGNMENT}/notes.txt" in err
+    refused = list((course / "refused" / ASSIGNMENT).iterdir())
+    assert len(refused) == 1 and (refused[0] / ASSIGNMENT / "notes.txt").is_symlink()
 
 
 def test_the_scratch_copy_leaves_out_notebooks_and_links(tmp_path):
