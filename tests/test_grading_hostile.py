@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 import make_student  # noqa: E402
-from grading import folders, sandbox  # noqa: E402
+from grading import sandbox  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import test_assignments  # noqa: E402
@@ -187,10 +187,11 @@ def graded(tmp_path_factory):
     odd.mkdir(parents=True)
     nbformat.write(released, odd / f"{A}.ipynb")
     (course / "submitted" / "linked").symlink_to(course / "source", target_is_directory=True)
-    refused = folders.refuse_unsafe(course, A)  # before nbgrader sees the folders
     crowd = _crowd(CROWD)
     try:
         args = [A, "--course", str(course), "--quiet", "--cell-timeout=60", "--feedback"]
+        # make grade refuses the odd and the linked folders (folders.refuse_unsafe)
+        # before nbgrader sees them, grades the others, and says so: exit status 1
         assert grade.main(args) == 1  # the refused folders are NOT GRADED
     finally:
         for proc in crowd:
@@ -204,6 +205,7 @@ def graded(tmp_path_factory):
             scores[name] = sub.score / sub.max_score
     reports = {n: (course / "reports" / A / f"{n}.txt") for n in submissions}
     reports = {n: p.read_text() if p.is_file() else "" for n, p in reports.items()}
+    refused = {p.stem: p.read_text().strip() for p in (course / "reports" / A).glob("refused-*.txt")}
     return course, scores, reports, refused
 
 
