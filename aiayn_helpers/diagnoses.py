@@ -17,8 +17,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
-__all__ = ["head_swap_slips", "multi_head_slips", "temperature_slips"]
+__all__ = [
+    "beam_sweep_slips",
+    "head_swap_slips",
+    "mask_convention_slips",
+    "multi_head_slips",
+    "padded_batch_slips",
+    "source_change_slips",
+    "target_padding_slips",
+    "temperature_slips",
+]
 
 # exercise 3.1's slips, in the order they are named
 MULTI_HEAD_SLIPS = {
@@ -200,3 +210,217 @@ def temperature_slips(
     if abs(shown[small] - mean) < 0.05 and abs(shown[large] - mean) > 0.05:
         return ["the scores are multiplied by tau, not divided by it"]
     return []
+
+
+def mask_convention_slips(ours: Any, size: int) -> list[str]:
+    """Exercise 6.1: the convention ``ours`` follows, read off its entries.
+
+    ``ours`` should be a ``(size, size)`` boolean tensor, True where a position may
+    attend: on and below the diagonal.
+    """
+    if not isinstance(ours, torch.Tensor) or tuple(ours.shape) != (size, size):
+        return []
+    allowed = torch.ones(size, size, dtype=torch.bool).tril()
+    if ours.dtype != torch.bool:
+        entries = set(ours.detach().flatten().tolist())
+        if ours.is_floating_point() and entries <= {0.0, float("-inf")}:
+            return [
+                "ours is still PyTorch's additive float mask (0 and -inf), not "
+                "converted to a boolean one"
+            ]
+        if entries <= {0, 1} and torch.equal(ours.bool(), allowed):
+            return [
+                f"ours holds the right entries as numbers ({ours.dtype}), not as a "
+                "boolean tensor"
+            ]
+        return []
+    if torch.equal(ours, ~allowed):
+        return [
+            "the mask is inverted: True where PyTorch blocks (its -inf entries), "
+            "which is nn.MultiheadAttention's convention, not ours"
+        ]
+    if torch.equal(ours, allowed.T):
+        return [
+            "the wrong triangle is kept: True on and above the diagonal lets each "
+            "position attend to later ones"
+        ]
+    return []
+
+
+def source_change_slips(
+    src_changed: Any, src: torch.Tensor, change: Any, *, pad: int, length: int
+) -> list[str]:
+    """Exercise 6.2: what is wrong with the changed source and the measured change.
+
+    ``src`` is the ``(batch, S)`` source the chapter's logits were computed from,
+    ``length`` the number of target positions, ``pad`` the padding id.
+    """
+    found = []
+    if isinstance(src_changed, torch.Tensor) and src_changed.shape == src.shape:
+        if src_changed is src or src_changed.data_ptr() == src.data_ptr():
+            return [
+                "src_changed is src itself (no .clone()), so changing it changed src "
+                "too: run the chapter again from the cell that builds src"
+            ]
+        changed = src_changed != src
+        if not changed.any():
+            found.append("src_changed equals src: no token is changed")
+        elif not changed[0].any():
+            found.append("a token of another sentence is changed, not of sentence 0")
+        elif bool((src[0][changed[0]] == pad).all()):
+            found.append(
+                "only padding of sentence 0 is changed, which the padding mask hides "
+                "from every query"
+            )
+    if isinstance(change, torch.Tensor) and change.numel() > 1:
+        if tuple(change.shape) == (src.shape[0], length):
+            found.append(
+                "change holds every sentence's positions (batch, T), not sentence 0's"
+            )
+        elif change.ndim == 1 and change.shape[0] != length:
+            found.append(
+                "the largest change is taken over the target positions (one number "
+                "per vocabulary entry), not over the vocabulary"
+            )
+    elif isinstance(change, int | float | torch.Tensor):
+        found.append("change is one number, not one per target position")
+    return found
+
+
+def target_padding_slips(
+    model: Any,
+    src: torch.Tensor,
+    tgt_in: torch.Tensor,
+    tgt_out: torch.Tensor,
+    logits: torch.Tensor,
+    logits_padded: Any,
+    loss_padded: Any,
+    *,
+    pad: int,
+) -> list[str]:
+    """Exercise 6.4: where the pads went, read off the padded logits and loss.
+
+    ``logits`` (batch, T, V) are the model's outputs for ``tgt_in`` (batch, T);
+    ``tgt_out`` the targets; the answer pads both with ``pad`` at the end.
+    """
+    if not isinstance(logits_padded, torch.Tensor) or logits_padded.ndim != 3:
+        return []
+    batch, length = tgt_in.shape
+    close = dict(rtol=0, atol=1e-10)
+    if logits_padded.shape == logits.shape:
+        if torch.allclose(logits_padded.detach(), logits.detach(), **close):
+            return [
+                "logits_padded are the logits of tgt_in without pads: the model is "
+                "run on tgt_in, not on tgt_in with the pads appended"
+            ]
+        return []
+    extra = logits_padded.shape[1] - length
+    if extra <= 0 or logits_padded.shape[0] != batch:
+        return []
+    pads = torch.full((batch, extra), pad, dtype=tgt_in.dtype)
+    with torch.no_grad():
+        if not torch.allclose(logits_padded[:, :length], logits, **close):
+            first = model(src, torch.cat([pads, tgt_in], 1))
+            if first.shape == logits_padded.shape and torch.allclose(
+                first, logits_padded, **close
+            ):
+                return ["the pads are put before tgt_in's tokens, not after them"]
+            return []
+        try:
+            loss = float(loss_padded)
+        except (TypeError, ValueError, RuntimeError):
+            return []
+        flat = logits_padded.reshape(-1, logits_padded.shape[-1])
+        after, before = torch.cat([tgt_out, pads], 1), torch.cat([pads, tgt_out], 1)
+        slips = {
+            "the pad positions are counted in the loss (no ignore_index=PAD)": (
+                F.cross_entropy(flat, after.reshape(-1))
+            ),
+            "tgt_out is padded at the front and tgt_in at the end, so each "
+            "prediction is compared with another position's token": F.cross_entropy(
+                flat, before.reshape(-1), ignore_index=pad
+            ),
+            "the loss is summed over the tokens (reduction='sum'), while the "
+            "chapter's loss is their mean": F.cross_entropy(
+                flat, after.reshape(-1), ignore_index=pad, reduction="sum"
+            ),
+        }
+    return [
+        text
+        for text, value in slips.items()
+        if math.isclose(loss, float(value), rel_tol=1e-9, abs_tol=1e-12)
+    ][:1]
+
+
+def beam_sweep_slips(
+    sweep: Any, greedy_share: float, beam_mean: float, *, sentences: int = 100
+) -> list[str]:
+    """Exercise 7.3: what the sweep's numbers show.
+
+    ``greedy_share`` is the exact-match share of greedy decoding on the same
+    ``sentences``, ``beam_mean`` the mean penalised score of beam size 4.
+    """
+    try:
+        entries = {k: (float(v[0]), float(v[1])) for k, v in dict(sweep).items()}
+    except (TypeError, ValueError, IndexError):
+        return []
+    found = []
+    shares = [share for share, _ in entries.values()]
+    if greedy_share > 0.5 and all(share < 0.05 for share in shares):
+        found.append(
+            "almost no hypothesis equals its reference: each hypothesis is compared "
+            "with another sentence's reference"
+        )
+    elif all(1 < share <= sentences for share in shares):
+        found.append("the exact matches are counted, not divided by the sentences")
+    if 4 in entries and math.isclose(
+        entries[4][1], sentences * beam_mean, rel_tol=1e-4
+    ):
+        found.append(
+            f"the penalised scores are summed over the {sentences} sentences, not "
+            "averaged"
+        )
+    return found
+
+
+def padded_batch_slips(
+    used: Any, largest: Any, batches: Sequence[Sequence[int]], pairs: Sequence[Any]
+) -> list[str]:
+    """Exercise 7.4: what ``used`` and ``largest`` show about the batches.
+
+    ``pairs`` are the (source ids, target ids) pairs that ``batches`` index.
+    """
+    found = []
+    everything = list(range(len(pairs)))
+    if isinstance(used, set | frozenset):
+        found.append(
+            "used is a set, which drops repeats: the check needs the sorted list, "
+            "repeats included"
+        )
+    elif isinstance(used, list | tuple) and list(used) != everything:
+        if sorted(used) == everything:
+            found.append("used is not sorted")
+        elif len(used) == len(batches):
+            found.append("used holds one index per batch, not every index in it")
+    if isinstance(largest, bool) or not isinstance(largest, int | float):
+        return found
+
+    def biggest(size) -> int:
+        return max(size(b, side) for b in batches for side in (0, 1))
+
+    padded = [
+        max(len(b) * max(len(pairs[i][side]) for i in b) for b in batches)
+        for side in (0, 1)
+    ]
+    if largest == max(padded):
+        return found
+    if largest == biggest(lambda b, side: sum(len(pairs[i][side]) for i in b)):
+        found.append(
+            "largest counts the tokens before padding (the sum of the lengths), "
+            "not the padded size"
+        )
+    elif largest in padded:
+        found.append("largest looks at one side only: the sources or the targets")
+    elif largest == max(len(b) for b in batches):
+        found.append("largest counts sentences (the batch size), not tokens")
+    return found
