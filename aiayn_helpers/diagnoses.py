@@ -21,10 +21,14 @@ import torch.nn.functional as F
 
 __all__ = [
     "beam_sweep_slips",
+    "final_norm_slips",
     "head_swap_slips",
     "mask_convention_slips",
     "multi_head_slips",
     "padded_batch_slips",
+    "parameter_count_slips",
+    "permutation_slips",
+    "shared_layer_slips",
     "source_change_slips",
     "target_padding_slips",
     "temperature_slips",
@@ -424,3 +428,211 @@ def padded_batch_slips(
     elif largest == max(len(b) for b in batches):
         found.append("largest counts sentences (the batch size), not tokens")
     return found
+
+
+# exercise 5.1's slips: the parts of an encoder layer a count can leave out (the
+# prefixes of ah.EncoderLayer's parameter names), and what leaving them out is called
+ENCODER_COUNT_SLIPS = {
+    "biases": (
+        ("self_attn.w_q.bias", "self_attn.w_k.bias", "self_attn.w_v.bias")
+        + ("self_attn.w_o.bias", "ff.linear1.bias", "ff.linear2.bias"),
+        "the biases (of W_Q, W_K, W_V, W_O and of the feed-forward network) are left "
+        "out",
+    ),
+    "attention_biases": (
+        ("self_attn.w_q.bias", "self_attn.w_k.bias", "self_attn.w_v.bias")
+        + ("self_attn.w_o.bias",),
+        "the biases of W_Q, W_K, W_V and W_O are left out",
+    ),
+    "ffn_biases": (
+        ("ff.linear1.bias", "ff.linear2.bias"),
+        "the feed-forward biases b_1 and b_2 are left out",
+    ),
+    "b1": (("ff.linear1.bias",), "the feed-forward bias b_1 is left out"),
+    "b2": (("ff.linear2.bias",), "the feed-forward bias b_2 is left out"),
+    "w_o": (("self_attn.w_o.",), "the output projection W_O is left out"),
+    "norms": (
+        ("norm1.", "norm2."),
+        "the two LayerNorms (a gain and a bias each) are left out",
+    ),
+    "half_norms": (
+        ("norm2.",),
+        "half of the LayerNorms' numbers are counted (one LayerNorm a layer, or their "
+        "gains only; a layer has two, each with a gain and a bias)",
+    ),
+}
+ONE_LAYER = "one layer is counted, not the stack of N"
+FINAL_NORM = "a final LayerNorm is counted (the exercise's stack has none)"
+
+
+def parameter_count_slips(answer: Any, layer: Any, n_layers: int) -> list[str]:
+    """Exercise 5.1: what a wrong count of an ``n_layers``-layer encoder leaves out.
+
+    ``layer`` is an ``ah.EncoderLayer`` at the exercise's sizes: its parameters say
+    how many numbers each part holds. Every way of making at most two slips (leaving
+    out one or two parts of ``ENCODER_COUNT_SLIPS`` from each layer, counting one
+    layer, adding a final LayerNorm) is counted; the fewest slips that give
+    ``answer`` are named. When several give the same count (at the base sizes the
+    two LayerNorms, the four attention biases and b_1 each hold 2,048 numbers), all
+    are named, joined by "or": a count cannot tell them apart.
+    """
+    if isinstance(answer, float) and answer.is_integer():
+        answer = int(answer)
+    if not isinstance(answer, int) or isinstance(answer, bool):
+        return []
+    sizes = {name: p.numel() for name, p in layer.named_parameters()}
+    whole = sum(sizes.values())
+
+    def held(prefixes):
+        names = {n for n in sizes if n.startswith(prefixes)}
+        return names, sum(sizes[n] for n in names)
+
+    parts = {key: held(prefixes) for key, (prefixes, _) in ENCODER_COUNT_SLIPS.items()}
+    final = held(("norm2.",))[1]
+    omissions = [()] + [(k,) for k in parts]
+    omissions += [
+        (a, b)
+        for a, b in itertools.combinations(parts, 2)
+        if not parts[a][0] & parts[b][0]
+    ]
+    found: dict[int, list[list[str]]] = {}
+    for left_out in omissions:
+        per_layer = whole - sum(parts[k][1] for k in left_out)
+        for layers, extra in ((n_layers, 0), (1, 0), (n_layers, final), (1, final)):
+            made = [ENCODER_COUNT_SLIPS[k][1] for k in left_out]
+            made += [ONE_LAYER] if layers == 1 and n_layers != 1 else []
+            made += [FINAL_NORM] if extra else []
+            if made and len(made) <= 2 and layers * per_layer + extra == answer:
+                found.setdefault(len(made), []).append(made)
+    if not found:
+        return []
+    fewest = [" and ".join(made) for made in found[min(found)]]
+    if len(fewest) == 1:
+        return fewest
+    return [", or ".join(fewest) + " (the count cannot tell these apart)"]
+
+
+def _allclose(a: Any, b: Any, tol: float) -> bool:
+    try:
+        return bool(torch.allclose(a.double(), b.double(), rtol=tol, atol=tol))
+    except (AttributeError, RuntimeError, TypeError):
+        return False
+
+
+def permutation_slips(encoder: Any, x: Any, perm: Any, answer: Any) -> list[str]:
+    """Exercise 5.2: why ``answer`` is not ``encoder(x)[:, perm]``, read off it.
+
+    Dropout left on (two calls disagree), float32 (the answer is right to float32's
+    rounding but the check compares to 1e-10), an output in the original order (the
+    input not permuted, or the output permuted back) or in another order than
+    ``perm``'s.
+    """
+    if not isinstance(answer, torch.Tensor) or not isinstance(x, torch.Tensor):
+        return []
+    with torch.no_grad():
+        plain = encoder(x)
+        if not torch.equal(plain, encoder(x)):
+            return [
+                "the encoder runs in training mode with dropout, so each call drops "
+                "other entries and no two outputs agree (build it with dropout=0.0, "
+                "or call .eval())"
+            ]
+        if answer.shape != plain.shape:
+            return []
+        if answer.dtype != torch.float64 and _allclose(answer, plain[:, perm], 1e-4):
+            return [
+                f"the encoder runs in {answer.dtype}: the permuted input's output "
+                "agrees only to that precision's rounding, and the check compares to "
+                "1e-10 (build the encoder and its input in float64, with .double())"
+            ]
+        if _allclose(answer, plain, 1e-8):
+            return [
+                "the output is in the input's original order: the input is not "
+                "permuted (or the output is permuted back)"
+            ]
+        rows = []
+        for i in range(answer.shape[1]):
+            column = answer[:, i]
+            match = [
+                j for j in range(plain.shape[1]) if _allclose(column, plain[:, j], 1e-8)
+            ]
+            rows.append(match[0] if match else None)
+    if None not in rows and sorted(rows) == list(range(answer.shape[1])):
+        return [
+            "the output's positions come in another order than perm's (perm drawn "
+            "again after the output was computed, or the output permuted twice)"
+        ]
+    return []
+
+
+def final_norm_slips(rms_without: Any, rms_with: Any) -> list[str]:
+    """Exercise 5.3: what the two root-mean-squares show.
+
+    A LayerNorm's output (gain 1, bias 0) has a root-mean-square of 1 to about 1e-5;
+    the mean absolute value of such numbers is about 0.8 (sqrt(2/pi) for Gaussian
+    ones); a mean of squares without its square root leaves a LayerNorm's output at
+    1 but squares the grown stream.
+    """
+    try:
+        without, with_ = float(rms_without), float(rms_with)
+    except (TypeError, ValueError):
+        return []
+    if math.isnan(without) or math.isnan(with_):
+        return []
+    normed = [abs(v - 1) < 1e-4 for v in (without, with_)]
+    if all(normed):
+        return [
+            "both stacks end in a LayerNorm: a post-norm stack (norm_first=False) "
+            "ends every layer with one, and final_norm=True adds one"
+        ]
+    if normed[0] and with_ > 2 * without:
+        return ["the two are swapped: rms_without holds the normalised output"]
+    if abs(with_ - math.sqrt(2 / math.pi)) < 0.03:
+        return [
+            "the mean of the absolute values is taken, not the root-mean-square (for "
+            "unit-variance numbers it is about 0.8)"
+        ]
+    if normed[1] and without > 10:
+        return [
+            "the square root of the mean of squares is not taken: a LayerNorm's "
+            "output gives 1 either way, the grown stream its square"
+        ]
+    return []
+
+
+def shared_layer_slips(
+    n_shared: Any, n_stack: Any, same_output: Any, one: Any, six: Any
+) -> list[str]:
+    """Exercise 5.4: what the two counts and the comparison show.
+
+    ``one`` and ``six`` are the :class:`~aiayn_helpers.exercises.Reference` of one
+    layer's count and of the six-layer stack's, at the exercise's sizes (their
+    ``difference(value)`` is None when ``value`` is the count).
+    """
+    counts = (n_shared, n_stack)
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+        return []
+    if n_shared > n_stack:
+        return ["the two counts are swapped: n_shared holds the stack's"]
+    if n_shared == n_stack and six.difference(n_stack) is None:
+        return [
+            "the shared layer is counted once per use: a layer applied six times "
+            "still holds one set of parameters"
+        ]
+    if n_shared == n_stack and one.difference(n_stack) is None:
+        return [
+            "the stack counted holds one layer object six times ([layer] * 6, or one "
+            "layer reused), so its parameters are counted once"
+        ]
+    if n_stack == 6 * n_shared and one.difference(n_shared) is not None:
+        return [
+            "the counts are of layers of other sizes than the exercise's (d_model = "
+            "32, h = 4, d_ff = 64)"
+        ]
+    if one.difference(n_shared) is None and six.difference(n_stack) is None:
+        if not bool(same_output):
+            return [
+                "the stack's layers do not all hold the shared layer's weights, or "
+                "dropout is still on (in training mode each call drops other entries)"
+            ]
+    return []
