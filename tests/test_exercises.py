@@ -344,10 +344,61 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch10-ex2", [("merged = o / ell", "merged = o")]),  # not normalised
     ],
     "A_forward_pass_numpy.ipynb": [
-        ("chA-ex1", [("total = sum(a.size for a in params.values())", "total = len(params)")]),  # arrays, not numbers
-        ("chA-ex1", [('attn = {name.rsplit(".", 2)[0] for name', "attn = {name for name")]),  # arrays, not modules
-        ("chA-ex2", [("tgt_changed[:, -1] = (tgt[:, -1]", "tgt_changed[:, 0] = (tgt[:, 0]")]),  # the first token
-        ("chA-ex3", [("decode(out, memory, src, params)[:, -1]", "decode(out, memory, src, params)[:, 0]")]),
+        (
+            "chA-ex1",
+            [("total = sum(a.size for a in params.values())", "total = len(params)")],
+            "the arrays of params are counted, not the numbers they hold",
+        ),
+        (
+            "chA-ex1",
+            [('attn = {name.rsplit(".", 2)[0] for name', "attn = {name for name")],
+            "the attention modules' arrays are counted (8 per module",
+        ),
+        (
+            "chA-ex1",
+            [('for name in params if "attn." in name}', 'for name in params if "self_attn." in name}')],
+            "the decoder's cross-attention modules are left out",
+        ),
+        (
+            "chA-ex2",
+            [("tgt_changed[:, -1] = (tgt[:, -1]", "tgt_changed[:, 0] = (tgt[:, 0]")],
+            "the tokens at position 0 are changed, not the last one",
+        ),
+        (
+            "chA-ex2",
+            [("changed = forward(src, tgt_changed, params)", "changed = forward(src, tgt, params)")],
+            "changed is computed from tgt, not from tgt_changed",
+        ),
+        (
+            "chA-ex2",
+            [
+                (
+                    "changed = forward(src, tgt_changed, params)",
+                    "changed = decode(tgt_changed, encode(src, params), src, params)",
+                )
+            ],
+            "changed holds the logits (decode's output)",
+        ),  # it used to be told that the causal mask failed
+        (
+            "chA-ex3",
+            [("decode(out, memory, src, params)[:, -1]", "decode(out, memory, src, params)[:, 0]")],
+            "each step appends the most probable token at the first position",
+        ),
+        (
+            "chA-ex3",
+            [("    return out\n\n\ndef greedy_torch", "    return out[:, 1:]\n\n\ndef greedy_torch")],
+            "the start token 1 is left out of the output",
+        ),
+        (
+            "chA-ex3",
+            [
+                (
+                    "decode(out, memory, src, params)[:, -1].argmax(-1)",
+                    "decode(out, memory, src, params).argmax(1)[:, -1]",
+                )
+            ],
+            "the argmax is taken over the positions",
+        ),
         (
             "chA-ex4",
             [
@@ -356,7 +407,16 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
                     'return layer_norm(x + feed_forward(x, sub(p, "ff.")), p, "norm2")',
                 )
             ],
+            "the feed-forward sub-layer is post-norm",
         ),  # fmt: skip
+        (
+            "chA-ex4",
+            [('"norm1"', '"normX"'), ('"norm2"', '"norm1"'), ('"normX"', '"norm2"')],
+            "norm1 and norm2 are swapped",
+        ),  # invisible while the LayerNorms' weights were 1 and biases 0
+        ("chA-ex4", [("            src_mask,\n", "            None,\n")], "the padding mask is not passed"),
+        # last: it edits tgt in place, which later cells read
+        ("chA-ex2", [("tgt_changed = tgt.copy()", "tgt_changed = tgt")], "tgt_changed is tgt itself"),
     ],
 }
 # Answers that must pass although they differ from the solution: (exercise, [(in the solution, replaced by)]).
