@@ -30,6 +30,29 @@ def f64(*shape: int) -> torch.Tensor:
     return torch.randn(*shape, dtype=torch.float64)
 
 
+# The late policy of the grading tests' deadlines files (tools/grading/decisions.py).
+LATE_POLICY = {"per_day": 0.1, "max_days": 7, "grace_minutes": 15}
+
+
+@pytest.fixture(scope="session")
+def deadlines_file():
+    """Writes a deadlines file for a grading test: ``deadlines_file(folder, due,
+    canvas=None)``, ``due`` {assignment: naive UTC datetime}, ``canvas`` {assignment:
+    Canvas's column header}; returns ``folder/deadlines.toml``. Its late policy is
+    LATE_POLICY: 10% of the score a started day, 0 after 7 days, 15 minutes' grace."""
+
+    def write(folder, due, canvas=None):
+        lines = ["[late]"] + [f"{key} = {value}" for key, value in LATE_POLICY.items()]
+        lines += ["", "[due]"] + [f"{a} = {d:%Y-%m-%dT%H:%M:%S}Z" for a, d in due.items()]
+        if canvas:
+            lines += ["", "[canvas]"] + [f'{a} = "{text}"' for a, text in canvas.items()]
+        path = folder / "deadlines.toml"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
+
+    return write
+
+
 # Test files that execute notebooks, run nbgrader or start subprocesses that train: `make
 # test-quick` leaves them out (marker `slow`); `make test` runs everything.
 SLOW_FILES = {"test_grading.py", "test_memory_budget.py", "test_student.py", "test_exercises.py"}

@@ -39,15 +39,6 @@ pytestmark = pytest.mark.timeout(1800)
 A = "assignment3"
 SOURCE = ROOT / "book" / "autograder" / "source" / A / f"{A}.ipynb"
 DUE = dt.datetime(2027, 3, 2, 9, 0)
-DEADLINES = """
-[late]
-per_day = 0.10
-max_days = 7
-grace_minutes = 15
-
-[due]
-assignment3 = 2027-03-02T09:00:00Z
-"""
 CELL_TIMEOUT = 5  # seconds: what the looping notebook costs
 
 
@@ -148,13 +139,12 @@ def _scores(course: Path) -> dict[str, tuple[float, float, float]]:
 
 
 @pytest.fixture(scope="module")
-def term(tmp_path_factory):
+def term(tmp_path_factory, deadlines_file):
     """Two rounds of collecting and grading; returns the course, the scores, the output."""
     tmp = tmp_path_factory.mktemp("term")
     course = tmp / "course"
     make_student.build_course(course)
-    deadlines = tmp / "deadlines.toml"
-    deadlines.write_text(DEADLINES)
+    deadlines = deadlines_file(tmp, {A: DUE})
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     uploads = _round_one(released)
     flags = ["--course", str(course), "--quiet", "--feedback", f"--cell-timeout={CELL_TIMEOUT}"]
@@ -290,9 +280,8 @@ def test_misnamed_notebooks_are_matched_or_named(tmp_path, names, graded):
         assert text.startswith("NOT GRADED") and all(repr(n) in text for n in names)
 
 
-def test_deadlines_are_read_from_one_file(tmp_path):
-    path = tmp_path / "deadlines.toml"
-    path.write_text(DEADLINES)
+def test_deadlines_are_read_from_one_file(tmp_path, deadlines_file):
+    path = deadlines_file(tmp_path, {A: DUE})
     assert grade.read_deadlines(path, A) == (DUE, {"per_day": 0.1, "max_days": 7, "grace_minutes": 15})
     assert grade.read_deadlines(path, "assignment9")[0] is None
     path.write_text('[due]\nassignment3 = "next monday"\n')

@@ -36,18 +36,7 @@ pytestmark = pytest.mark.timeout(2400)
 A = "assignment3"
 SOURCE = ROOT / "book" / "autograder" / "source"
 DUE = dt.datetime(2027, 3, 2, 9, 0)
-DEADLINES = """
-[late]
-per_day = 0.10
-max_days = 7
-grace_minutes = 15
-
-[due]
-assignment3 = 2027-03-02T09:00:00Z
-
-[canvas]
-assignment3 = "Assignment 3 (4242)"
-"""
+CANVAS = {A: "Assignment 3 (4242)"}  # [canvas] of the deadlines file
 DECISIONS = """
 [[extension]]
 assignment = "assignment3"
@@ -131,7 +120,7 @@ def _course(tmp: Path, source: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def moodle_term(course_folder):
+def moodle_term(course_folder, deadlines_file):
     tmp, source = course_folder
     course = _course(tmp, source, "moodle")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
@@ -147,8 +136,7 @@ def moodle_term(course_folder):
     }
     entries = {MOODLE.format(name=n, id=i, file=f): v for (n, i, f), v in upload.items()}
     zip1 = _zip(tmp / "moodle1.zip", entries)
-    deadlines = tmp / "deadlines.toml"
-    deadlines.write_text(DEADLINES)
+    deadlines = deadlines_file(tmp, {A: DUE}, CANVAS)
     choices = tmp / "decisions.toml"  # none yet
     flags = ["--course", str(course), "--quiet", f"--deadlines={deadlines}"]
     flags += [f"--decisions={choices}", "--cell-timeout=30"]
@@ -237,7 +225,7 @@ def test_the_moodle_exports_are_keyed_by_participant(moodle_term):
 
 
 @pytest.fixture(scope="module")
-def canvas_term(course_folder):
+def canvas_term(course_folder, deadlines_file):
     tmp, source = course_folder
     course = _course(tmp, source, "canvas")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
@@ -248,8 +236,7 @@ def canvas_term(course_folder):
         f"petrovivan_late_3003_90003_{A}-1.ipynb": (right, LATE),  # Canvas's rename
     }
     zip1 = _zip(tmp / "canvas.zip", entries)
-    deadlines = tmp / "deadlines.toml"
-    deadlines.write_text(DEADLINES)
+    deadlines = deadlines_file(tmp, {A: DUE}, CANVAS)
     choices = tmp / "canvas-decisions.toml"
     choices.write_text(DECISIONS.format(late=3003, manual=3002))
     class_list = tmp / "class.csv"
