@@ -31,7 +31,8 @@ help:
 	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make editions the branches the release publishes (student, instructor; plain Markdown) into _editions/"
 	@echo "make collect ZIP=downloads.zip A=assignment1  a course platform's zip of submissions into _grading/submitted/"
-	@echo "              (ROSTER=class.csv: your class list, columns id, name, email; students keyed by the platform's id)"
+	@echo "              (ROSTER=class.csv: your class list, columns id, name, email; students keyed by the platform's id;"
+	@echo "              Moodle: WORKSHEET=the assignment's downloaded grading worksheet, so one id a student all term)"
 	@echo "make grade A=assignment1  grade _grading/submitted/ (new and resubmitted work), each submission in a bubblewrap sandbox"
 	@echo "              (GRADE_FLAGS=--feedback writes feedback without the hidden tests; --force grades everyone again;"
 	@echo "              due dates and the late policy: book/autograder/deadlines.toml;"
@@ -121,10 +122,12 @@ editions: setup
 
 # Collect a course platform's zip of downloads (Moodle, Canvas, a folder per student) into
 # _grading/submitted/<student>/<assignment>/, with each submission's time (tools/collect.py).
+# Moodle: WORKSHEET= the assignment's grading worksheet keys each student by the email.
 collect: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=downloads.zip A=assignment1"; exit 2; }
-	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1) $(if $(ROSTER),--roster "$(ROSTER)")
+	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1) $(if $(ROSTER),--roster "$(ROSTER)") \
+		$(if $(WORKSHEET),--worksheet "$(WORKSHEET)")
 
 # Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
 # submissions go in _grading/submitted/<student>/<assignment>/ (make collect); scores in
