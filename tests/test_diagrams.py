@@ -293,3 +293,13 @@ def test_appendix_a_shapes_are_the_appendix_model():
     shape = f"({ref['B']}, {ref['T']}, {ref['TGT_VOCAB']})"
     assert f"reference logits {shape}" in outputs_of("A_forward_pass_numpy.ipynb")
     assert f"memory ({ref['B']}, {ref['S']}, {ref['D_MODEL']})" in outputs_of("A_forward_pass_numpy.ipynb")
+
+
+def test_sequence_first_batch_is_the_chapter_3_batch():
+    """ch03_sequence_first draws the batch chapter 3 hands nn.MultiheadAttention."""
+    ch03 = diagrams.ch03
+    source = source_of("03_multi_head_attention.ipynb")
+    assert f"x = torch.randn({ch03.SEQ_B}, {ch03.SEQ_T}, d_model, dtype=torch.float64)" in source
+    assert f"d_model, h = {ch03.SEQ_D}, 4" in source
+    shape = f"({ch03.SEQ_B}, {ch03.SEQ_T}, {ch03.SEQ_D})"
+    assert f"runs; output shape {shape}" in outputs_of("03_multi_head_attention.ipynb")

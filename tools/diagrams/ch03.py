@@ -18,6 +18,7 @@ from .draw import (
     arrow,
     box,
     canvas,
+    note,
     small,
     text,
 )
@@ -102,4 +103,46 @@ def ch03_split_heads():
     return fig
 
 
-FIGURES = [ch03_multi_head, ch03_split_heads]
+SEQ_B, SEQ_T = 3, 6  # chapter 3's batch for nn.MultiheadAttention: x is (3, 6, 16)
+SEQ_D = 16
+
+
+def _token_grid(ax, x0, y_top, by_row: bool):
+    """The batch as a B x T grid of tokens a0 ... c5; a colour per attention group."""
+    w, h = 0.6, 0.4
+    for b in range(SEQ_B):
+        for t in range(SEQ_T):
+            colour = HEAD_COLOURS[b if by_row else t]
+            corner = (x0 + t * w, y_top - (b + 1) * h)
+            ax.add_patch(Rectangle(corner, w, h, fc=colour, alpha=0.4, ec=INK, lw=0.8))
+            small(ax, x0 + (t + 0.5) * w, y_top - (b + 0.5) * h, f"{'abc'[b]}{t}")
+    groups = range(SEQ_B) if by_row else range(SEQ_T)
+    for g in groups:  # a frame around each group that attends together
+        if by_row:
+            corner, gw, gh = (x0, y_top - (g + 1) * h), SEQ_T * w, h
+        else:
+            corner, gw, gh = (x0 + g * w, y_top - SEQ_B * h), w, SEQ_B * h
+        ax.add_patch(Rectangle(corner, gw, gh, fc="none", ec=INK, lw=2.2))
+    for b in range(SEQ_B):
+        small(ax, x0 - 0.1, y_top - (b + 0.5) * h, f"sentence {'abc'[b]}", ha="right")
+
+
+def ch03_sequence_first():
+    fig, ax = canvas(6.0, 5.05)
+    x0, up = 1.55, 0.3
+    text(ax, 3.0, 4.5 + up, "batch_first=True: each sentence is a row")
+    for t in range(SEQ_T):
+        small(ax, x0 + (t + 0.5) * 0.6, 4.17 + up, str(t))
+    small(ax, x0 - 0.1, 4.17 + up, "position", ha="right")
+    _token_grid(ax, x0, 3.97 + up, by_row=True)
+    shape = f"x: (B, T, $d_{{model}}$) = ({SEQ_B}, {SEQ_T}, {SEQ_D})"
+    small(ax, 3.0, 2.6 + up, shape)
+    text(ax, 3.0, 2.18 + up, "batch_first=False: each “sentence” is a column")
+    _token_grid(ax, x0, 1.93 + up, by_row=False)
+    read_as = f"the same x read as (T, B, $d_{{model}}$): {SEQ_T} “sentences” of {SEQ_B}"
+    note(ax, 3.0, 0.42 + up, read_as + " words")
+    note(ax, 3.0, 0.35, "framed: the words that attend to one another")
+    return fig
+
+
+FIGURES = [ch03_multi_head, ch03_split_heads, ch03_sequence_first]
