@@ -24,7 +24,7 @@ __all__ = [
     "greedy_slips",
     "masking_fraction_slips",
     "online_softmax_slips",
-    "parameter_count_slips",
+    "state_dict_count_slips",
     "pre_norm_slips",
 ]
 
@@ -236,7 +236,7 @@ def masking_fraction_slips(
 # ------------------------------------------------------------------ appendix A
 
 
-def parameter_count_slips(
+def state_dict_count_slips(
     answer: Any, params: Mapping[str, Any], model: Any
 ) -> list[str]:
     """Exercise A.1: what the counts ``(total, attention modules)`` show.
