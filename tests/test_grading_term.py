@@ -398,7 +398,7 @@ def test_the_guide_names_the_stages_in_order_and_the_rubric_adds_up():
     section = guide.split("### A term of grading, stage by stage", 1)[1].split("\n### ", 1)[0]
     modules = re.findall(r"`(\w+)\.py`", section)
     order = ["handin", "collect", "roster", "folders", "repair", "sandbox", "bwrap", "limits", "verdict"]
-    order += ["autograde", "cli", "decisions", "export"]
+    order += ["autograde", "cli", "decisions", "export", "feedback"]
     assert modules == order, modules
     for name in order:
         assert (ROOT / "tools" / "grading" / f"{name}.py").is_file(), name

@@ -8,7 +8,9 @@ student's upload. This writes each student's notebooks to
 submission's time, which nbgrader and the late policy in
 book/autograder/deadlines.toml read), ready for ``make grade``, and each student
 to ``<course>/roster.csv`` (roster.py: the id is the platform's, the name kept for
-show). Recognized layouts:
+show; a Moodle student's id comes from the email when the assignment's grading
+worksheet, ``--worksheet``, or a roster, ``--roster``, gives it, so that it is the
+same in every assignment). Recognized layouts:
 
 * Moodle: ``<Full Name>_<id>_assignsubmission_file_/<any name>.ipynb``, or
   ``<Full Name>_<id>_assignsubmission_file_<any name>.ipynb`` without folders;
@@ -46,10 +48,15 @@ from pathlib import Path, PurePosixPath
 from .repair import expected_notebooks, match_notebook
 from .roster import (
     Student,
+    add_worksheet,
     apply_class_list,
+    identify,
     read_class_list,
+    read_participants,
     read_roster,
+    read_worksheet,
     student_id,
+    write_participants,
     write_roster,
 )
 
@@ -121,15 +128,23 @@ def _read_stamp(folder: Path) -> dt.datetime | None:
         return None
 
 
+def _who(student: Student) -> tuple[str, str]:
+    """What makes a student one person: a Moodle student's email (the participant
+    number is per assignment), else the platform's id."""
+    if student.platform == "moodle" and student.email:
+        return ("email", student.email.lower())
+    return (student.platform, student.platform_id)
+
+
 def _unique_ids(found: dict[tuple, Student], roster: dict[str, Student]) -> None:
     """Give a new id to a student whose id is another's (two folders that
     transliterate alike, ``Olafur`` and ``Ólafur``): ``<id>-<6 hex digits>``."""
-    taken = {s.id: (s.platform, s.platform_id) for s in roster.values()}
+    taken = {s.id: _who(s) for s in roster.values()}
     for key, student in sorted(found.items()):
-        if taken.setdefault(student.id, key) != key:
+        if taken.setdefault(student.id, _who(student)) != _who(student):
             digest = hashlib.sha256("/".join(key).encode()).hexdigest()[:6]
             student.id = f"{student.id[:57]}-{digest}"
-            taken[student.id] = key
+            taken[student.id] = _who(student)
 
 
 def collect(
@@ -138,11 +153,14 @@ def collect(
     course: Path,
     utc_offset: float = 0.0,
     class_list: Path | None = None,
+    worksheet: Path | None = None,
 ) -> list:
     """Unpack ``zip_path`` into ``course``/submitted; what was done, a line each.
 
     ``class_list``: the instructor's roster CSV (id, name, email), read into
-    ``course``/roster.csv with the students of the zip.
+    ``course``/roster.csv with the students of the zip. ``worksheet``: Moodle's
+    grading worksheet of ``assignment`` (kept in ``course``/worksheets/ for the
+    export); with it or ``class_list`` a Moodle student is keyed by the email.
     """
     if not zipfile.is_zipfile(zip_path):
         raise ValueError(f"expected a zip file of submissions, got {zip_path}")
@@ -152,6 +170,7 @@ def collect(
         hint = "run make student first"
         raise ValueError(f"expected one notebook in {folder}, found {found}: {hint}")
     rows = read_class_list(class_list) if class_list else []
+    sheet = read_worksheet(worksheet) if worksheet else ([], [])
     name = expected[0]
     roster = read_roster(course)
     students: dict[tuple, Student] = {}
@@ -191,6 +210,7 @@ def collect(
                 if when <= files[filename][0]:
                     continue
             files[filename] = (when, info.filename)
+        warnings = identify(students, roster, sheet[1], rows)
         _unique_ids(students, roster)
         for student in sorted(students.values(), key=lambda s: s.id):
             known = roster.get(student.id)
@@ -201,6 +221,7 @@ def collect(
                     student.platform,
                     student.platform_id,
                 )
+                known.email = known.email or student.email
         empty = sorted(set(other_files) - set(uploads), key=lambda k: students[k].id)
         for key in empty:
             student = students[key]
@@ -213,8 +234,22 @@ def collect(
         missing = apply_class_list(roster, rows)
         if missing:
             done.append(f"roster: no submission yet from {', '.join(missing)}")
+    numbers = read_participants(course)
+    for student in students.values():
+        if student.platform in ("moodle", "canvas"):
+            numbers[(assignment, student.id)] = student.platform_id
+        old = course / "submitted" / student.platform_id / assignment
+        if student.platform == "moodle" and student.id != student.platform_id:
+            if old.is_dir():  # collected before without a worksheet or roster
+                done.append(
+                    f"ALSO {old.relative_to(course)}: {_show(student)} collected "
+                    "earlier by participant number; delete that folder"
+                )
+    if worksheet:
+        done += add_worksheet(course, assignment, worksheet, sheet[1], roster, numbers)
+    write_participants(course, numbers)
     write_roster(course, roster)
-    return done + skipped
+    return done + skipped + warnings
 
 
 def _show(student: Student) -> str:
@@ -270,10 +305,22 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="your class list, a CSV with the columns id, name, email",
     )
+    parser.add_argument(
+        "--worksheet",
+        type=Path,
+        help="Moodle: the assignment's grading worksheet CSV, as downloaded",
+    )
     args = parser.parse_args(argv)
     try:
         course = args.course.resolve()
-        done = collect(args.zip, args.assignment, course, args.utc_offset, args.roster)
+        done = collect(
+            args.zip,
+            args.assignment,
+            course,
+            args.utc_offset,
+            args.roster,
+            args.worksheet,
+        )
     except (ValueError, OSError) as err:
         print(err, file=sys.stderr)
         return 2

@@ -8,17 +8,28 @@ instructor's decisions (decisions.py) by every ``make grade`` and ``make export`
 one row per submission or manual grade (an assignment nobody handed in has no
 row, never a 0). Its ``score`` is the autograded score less the late penalty,
 then the manual grades (a ``score`` replaces it, an ``adjust`` is added; never
-below 0), rounded to 2 decimals; ``reasons`` says why it differs.
+below 0), rounded to 2 decimals; ``reasons`` says why it differs. Its
+``platform_id`` is the student's id on the platform *in that assignment*
+(Moodle's participant number differs from one assignment to the next;
+participants.csv, written by collect, keeps each). ``<course>/term-grades.csv``
+has one row per student, a column per assignment. Each feedback page in
+``<course>/feedback/`` gets a box at its top with the grade that goes back to the
+platform and how it was made (``stamp_feedback``): the autograded score, the late
+penalty, each manual grade or adjustment with its reason, an extension.
 
 ``make export`` also writes, in ``<course>/exports/``, for the students of each
 platform (roster.csv says which):
 
 * Moodle, ``<assignment>-moodle-grades.csv``: the assignment's *offline grading
   worksheet* (Assignment > View all submissions > Grading action > Upload grading
-  worksheet; the assignment needs the feedback type "Offline grading worksheet"):
-  ``Identifier`` is ``Participant <id>``, the number of the submissions' zip, with
-  ``Full name``, ``Email address``, ``Grade``, ``Maximum grade`` and ``Last
-  modified (grade)``, the columns Moodle's importer reads;
+  worksheet; the assignment needs the feedback type "Offline grading worksheet").
+  Moodle's importer (mod/assign/feedback/offline/importgradeslib.php) reads the
+  columns ``Identifier`` (``Participant <n>``, n that assignment's participant
+  number), ``Grade`` and ``Last modified (grade)``. When collect was given the
+  worksheet downloaded from Moodle, it is written back as it came, every column
+  kept, with ``Grade`` filled in for each student graded here (so Moodle's check
+  that no grade changed there since the download still holds); else these
+  columns with ``Full name``, ``Email address`` and ``Maximum grade``;
 * Moodle, ``<assignment>-moodle-feedback.zip``: each student's feedback page as
   ``<Full name>_<id>_assignfeedback_file_/<assignment>.html``, the layout of
   *Upload multiple feedback files in a zip* (feedback type "Feedback files");
@@ -43,10 +54,19 @@ import zipfile
 from pathlib import Path
 
 from .decisions import DEADLINES, DECISIONS, Decisions, read_decisions
-from .roster import Student, read_roster
+from .feedback import number, stamp_feedback
+from .roster import (
+    PARTICIPANT,
+    WORKSHEETS,
+    Student,
+    read_participants,
+    read_roster,
+    read_worksheet,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADES = "grades.csv"
+TERM = "term-grades.csv"
 EXPORTS = "exports"
 COLUMNS = [
     "assignment",
@@ -67,15 +87,6 @@ COLUMNS = [
     "due_for_student",
     "reasons",
 ]
-
-
-def number(x: float | None) -> str:
-    """A score for a CSV: rounded to 2 decimals, no float noise (2.4, not
-    2.4000000000000004); '' for none."""
-    if x is None:
-        return ""
-    text = f"{round(x, 2):.2f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
 
 
 def _gradebook(course: Path) -> list[dict]:
@@ -107,6 +118,7 @@ def _gradebook(course: Path) -> list[dict]:
 def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
     """grades.csv's rows: the gradebook with the decisions applied, sorted."""
     roster = read_roster(course)
+    numbers = read_participants(course)
     rows = {(r["assignment"], r["student_id"]): r for r in _gradebook(course)}
     for g in decisions.grades:  # manual-only assignments (the project)
         key = (g.assignment, g.student)
@@ -125,17 +137,20 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
         auto = None
         if row["raw_score"] is not None:
             auto = max(0.0, row["raw_score"] - row["late_submission_penalty"])
-        score, reasons = auto, []
+        score, reasons, decided = auto, [], []  # decided: for the feedback page
         for g in decisions.manual(assignment, sid):
             if g.score is not None:
                 score = g.score
                 reasons.append(f"score {number(g.score)}: {g.reason}")
+                decided.append(f"Manual grade {number(g.score)}: {g.reason}")
             else:
                 score = (score or 0.0) + g.adjust
                 reasons.append(f"{g.adjust:+g}: {g.reason}")
+                decided.append(f"Manual adjustment {g.adjust:+g}: {g.reason}")
         due = decisions.extension(assignment, sid)
         if due is not None:
             reasons.append(f"extension to {due:%Y-%m-%d %H:%M} UTC")
+            decided.insert(0, f"Extension: your due date {due:%Y-%m-%d %H:%M} UTC")
         student = roster.get(sid) or Student(sid)
         max_score = decisions.points.get(assignment, row["max_score"])
         out.append(
@@ -146,12 +161,13 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
                 "first_name": "",
                 "name": student.name,
                 "platform": student.platform,
-                "platform_id": student.platform_id,
+                "platform_id": numbers.get((assignment, sid), student.platform_id),
                 "autograded_score": auto,
                 "score": None if score is None else max(0.0, score),
                 "max_score": max_score,
                 "due_for_student": due or row["duedate"],
                 "reasons": "; ".join(reasons),
+                "decided": decided,
             }
         )
     return out
@@ -166,13 +182,26 @@ def _cell(value) -> str:
 
 
 def write_grades(course: Path, decisions: Decisions) -> list[dict]:
-    """Write ``<course>/grades.csv`` (see the module); return its rows."""
+    """Write ``<course>/grades.csv`` and term-grades.csv (see the module); return
+    grades.csv's rows."""
     rows = grade_rows(course, decisions)
     with open(course / GRADES, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(COLUMNS)
         for row in rows:
             writer.writerow([_cell(row.get(c)) for c in COLUMNS])
+    assignments = sorted({r["assignment"] for r in rows})
+    students: dict[str, dict] = {}
+    for r in rows:
+        students.setdefault(r["student_id"], {"row": r})[r["assignment"]] = r
+    with open(course / TERM, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student_id", "name", "email", "platform", *assignments])
+        for sid, mine in sorted(students.items()):
+            first = mine["row"]
+            cells = [number(mine[a]["score"]) if a in mine else "" for a in assignments]
+            who = [first["name"], first["email"], first["platform"]]
+            writer.writerow([sid, *who, *cells])
     return rows
 
 
@@ -182,7 +211,10 @@ def _of(rows: list[dict], platform: str, assignment: str | None = None) -> list:
 
 
 def write_moodle(rows: list[dict], assignment: str, path: Path, now: dt.datetime):
-    """Moodle's grading worksheet of ``assignment`` (see the module)."""
+    """Moodle's grading worksheet of ``assignment`` (see the module); what to say."""
+    sheet = path.parent.parent / WORKSHEETS / f"{assignment}.csv"
+    if sheet.is_file():
+        return _fill_worksheet(rows, assignment, sheet, path)
     header = [
         "Identifier",
         "Full name",
@@ -205,6 +237,32 @@ def write_moodle(rows: list[dict], assignment: str, path: Path, now: dt.datetime
                     f"{now:%Y-%m-%d %H:%M:%S} UTC",
                 ]
             )
+    return []
+
+
+def _fill_worksheet(rows, assignment, sheet: Path, path: Path) -> list[str]:
+    """The worksheet downloaded from Moodle, written back with the grades."""
+    header, downloaded = read_worksheet(sheet)
+    graded = {r["platform_id"]: r for r in _of(rows, "moodle", assignment)}
+    said = []
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+        writer.writeheader()
+        for line in downloaded:
+            r = graded.pop(line["participant"], None)
+            if r is None:
+                continue
+            theirs = line.get("Maximum grade", "").strip()
+            ours = r["max_score"]
+            if theirs and ours and abs(float(theirs) - ours) > 1e-9 and not said:
+                said.append(
+                    f"WARNING: {assignment}'s Maximum grade in Moodle is {theirs}, "
+                    f"here {number(ours)}: set Moodle's to {number(ours)} first"
+                )
+            writer.writerow({**line, "Grade": number(r["score"])})
+    for pid in sorted(graded):
+        said.append(f"NOT IN THE WORKSHEET: {PARTICIPANT}{pid} of {sheet}")
+    return said
 
 
 def moodle_feedback_zip(course: Path, rows: list[dict], assignment: str, path: Path):
@@ -269,12 +327,15 @@ def export(
     out.mkdir(exist_ok=True)
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
     done = [f"{course / GRADES}: {len(rows)} grade(s)"]
+    pages = stamp_feedback(course, [r for r in rows if r["assignment"] in wanted])
+    done.append(f"{course / 'feedback'}: the grade returned on {pages} page(s)")
     for assignment in wanted:
         moodle = _of(rows, "moodle", assignment)
         if moodle:
             path = out / f"{assignment}-moodle-grades.csv"
-            write_moodle(rows, assignment, path, now)
+            said = write_moodle(rows, assignment, path, now)
             done.append(f"{path}: {len(moodle)} grade(s), Moodle's grading worksheet")
+            done += said
             path = out / f"{assignment}-moodle-feedback.zip"
             pages = moodle_feedback_zip(course, rows, assignment, path)
             done.append(f"{path}: {pages} feedback page(s)")

@@ -7,19 +7,28 @@ not safe as folder names (李雷, Иван Петров, Ólafur Þór), so grad
 student by an **id** made of the safe characters ``SAFE_ID`` allows, 1 to 64 of
 ``A-Z a-z 0-9 _ -``, starting with a letter or a digit:
 
-* Moodle and Canvas: the platform's id itself (``2001``). Moodle numbers the
-  participants of each assignment anew, so one student has one id per assignment
-  there; Canvas's user id is the same in every assignment.
+* Canvas: the user id (``2001``), the same in every assignment of a course.
+* Moodle: its participant number is per assignment (the ``id`` of a row of the
+  ``assign_user_mapping`` table, made for each student and assignment), so one
+  student has another number in each assignment. A term keys a Moodle student by
+  an id made from the email (``email_id``: ``john.smith@uni.edu`` ->
+  ``john-smith-uni-edu``), the same in every assignment; the email comes from the
+  assignment's grading worksheet (``read_worksheet``) or the instructor's roster
+  (matched by a name only one student has). Without either, the participant
+  number itself is the id, and collect says that this student's assignments
+  cannot be joined. Each assignment's participant number is kept in
+  ``<course>/participants.csv`` (assignment, id, platform_id): the
+  exports write it back, as Moodle's imports match that assignment's numbers.
 * a zip with one folder per student: the folder's name when it is already safe
   (``jdoe``), else its ASCII transliteration (``Ólafur Þór`` -> ``olafur-thor``,
   ``Иван Петров`` -> ``ivan-petrov``), else (``李雷``) ``s-`` and a short digest
   of the name. Collecting never stops the class for one student's name.
 
 Every id collect writes goes into ``<course>/roster.csv`` (id, platform,
-platform_id, name, email), the display name with its Unicode intact. An
-instructor's own roster (``make collect ROSTER=class.csv``: columns id, name,
-email, where id is the platform's id or the student's id) fills in names and
-emails; the exports (export.py) read both.
+platform_id, name, email; for Moodle the last collected assignment's number), the
+display name with its Unicode intact. An instructor's own roster (``make collect
+ROSTER=class.csv``: columns id, name, email, where id is the platform's id or the
+student's id) fills in names and emails; the exports (export.py) read both.
 
 Folders under ``submitted/`` whose names do not match ``SAFE_ID`` are not
 collect's (the sandbox's folder check refuses them).
@@ -30,12 +39,15 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+import shutil
 import unicodedata
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 ROSTER = "roster.csv"  # <course>/roster.csv
+PARTICIPANTS = "participants.csv"  # <course>/participants.csv
+WORKSHEETS = "worksheets"  # <course>/worksheets/<assignment>.csv, as downloaded
 
 # letters that Unicode does not decompose into an ASCII letter and a mark
 _LATIN = {
@@ -155,11 +167,13 @@ def read_class_list(path: Path) -> list[dict[str, str]]:
 
 def apply_class_list(students: dict[str, Student], rows: list[dict]) -> list[str]:
     """Names and emails of the instructor's roster into ``students`` (matched by
-    platform id, else by student id); returns the ids of the roster not found."""
+    email, platform id or student id); returns the ids of the roster not found."""
     by_platform = {s.platform_id: s for s in students.values() if s.platform_id}
+    by_email = {s.email.lower(): s for s in students.values() if s.email}
     missing = []
     for row in rows:
-        student = by_platform.get(row["id"]) or students.get(row["id"])
+        student = by_email.get(row.get("email", "").lower())
+        student = student or by_platform.get(row["id"]) or students.get(row["id"])
         if student is None:
             missing.append(row["id"])
             continue
@@ -173,3 +187,148 @@ def display(course: Path, sid: str, roster: dict[str, Student] | None = None) ->
     roster = read_roster(course) if roster is None else roster
     student = roster.get(sid)
     return f"{sid} ({student.name})" if student and student.name else sid
+
+
+def email_id(email: str, taken: dict[str, str] | None = None) -> str:
+    """A student's id for a whole term, from the email (``john.smith@uni.edu`` ->
+    ``john-smith-uni-edu``); ``taken``: {id: email} of ids already given, so that
+    two emails that spell alike (``j.smith@x``, ``j-smith@x``) get two ids."""
+    if not isinstance(email, str) or "@" not in email:
+        raise ValueError(f"expected an email address, got {email!r}")
+    email = email.strip().lower()
+    sid = student_id(email)
+    owner = (taken or {}).get(sid)
+    if owner is not None and owner != email:
+        digest = hashlib.sha256(email.encode()).hexdigest()[:6]
+        sid = f"{sid[:57]}-{digest}"
+    return sid
+
+
+def read_participants(course: Path) -> dict[tuple[str, str], str]:
+    """``<course>/participants.csv``: {(assignment, student id): the platform's id
+    of the student in that assignment}."""
+    path = course / PARTICIPANTS
+    if not path.is_file():
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return {(r["assignment"], r["id"]): r["platform_id"] for r in rows}
+
+
+def write_participants(course: Path, found: dict[tuple[str, str], str]) -> None:
+    """Write ``<course>/participants.csv``, sorted (see ``read_participants``)."""
+    path = course / PARTICIPANTS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["assignment", "id", "platform_id"])
+        for (assignment, sid), pid in sorted(found.items()):
+            writer.writerow([assignment, sid, pid])
+
+
+# Moodle's grading worksheet (Assignment > View all submissions > Grading action >
+# Download grading worksheet), as an English Moodle heads its columns
+IDENTIFIER, FULL_NAME, EMAIL = "Identifier", "Full name", "Email address"
+PARTICIPANT = "Participant "  # Identifier is "Participant 2001"
+
+
+def read_worksheet(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """A Moodle grading worksheet: its header and rows, each row with its
+    ``participant`` number added (the digits of ``Participant 2001``)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        header = list(reader.fieldnames or [])
+        needed = [IDENTIFIER, FULL_NAME, EMAIL]
+        if not set(needed) <= set(header):
+            raise ValueError(
+                f"expected Moodle's grading worksheet with the columns "
+                f"{', '.join(needed)} (as an English Moodle writes them; show the "
+                f"email among the identity fields), got {header} in {path}"
+            )
+        rows = []
+        for n, row in enumerate(reader, 2):
+            ident = (row.get(IDENTIFIER) or "").strip()
+            number = ident.removeprefix(PARTICIPANT).strip()
+            if not ident.startswith(PARTICIPANT) or not number.isdigit():
+                expected = "an Identifier such as 'Participant 2001'"
+                where = f"{path}, line {n}"
+                raise ValueError(f"{where}: expected {expected}, got {ident!r}")
+            rows.append({**row, "participant": number})
+    return header, rows
+
+
+def _same(name: str) -> str:
+    return unicodedata.normalize("NFC", " ".join(name.split())).casefold()
+
+
+def identify(students: dict, roster: dict, sheet: list, rows: list) -> list[str]:
+    """Key each Moodle student of ``students`` by an id from the email, found in the
+    worksheet's ``sheet`` (by participant number) or the class list's ``rows`` (by
+    a name only one row has); the lines to print for those left unmatched."""
+    by_number = {r["participant"]: r for r in sheet}
+    names: dict[str, list[dict]] = {}
+    for row in rows:
+        if row.get("email") and row.get("name"):
+            names.setdefault(_same(row["name"]), []).append(row)
+    known = {s.email.lower(): s.id for s in roster.values() if s.email}
+    taken = {s.id: s.email.lower() for s in roster.values() if s.email}
+    unmatched = []
+    for student in students.values():
+        if student.platform != "moodle":
+            continue
+        row = by_number.get(student.platform_id)
+        listed = names.get(_same(student.name), [])
+        if row and row.get(EMAIL, "").strip():
+            email = row[EMAIL].strip()
+            student.name = row.get(FULL_NAME, "").strip() or student.name
+        elif len(listed) == 1:
+            email = listed[0]["email"]
+        else:
+            why = "two or more in the roster" if listed else "no email"
+            unmatched.append(f"{display_student(student)}, {why}")
+            continue
+        student.email = email
+        student.id = known.get(email.lower()) or email_id(email, taken)
+        taken[student.id], known[email.lower()] = email.lower(), student.id
+    if not unmatched:
+        return []
+    return [
+        f"WARNING: {len(unmatched)} Moodle student(s) keyed by this assignment's "
+        f"participant number ({'; '.join(unmatched)}): Moodle numbers participants "
+        "anew in each assignment, so these grades cannot be joined with the same "
+        "student's other assignments. Collect again with WORKSHEET= this "
+        "assignment's grading worksheet (View all submissions > Download grading "
+        "worksheet) or ROSTER= a class list with id, name, email columns; nothing "
+        "is lost either way."
+    ]
+
+
+def add_worksheet(course, assignment, path, sheet, roster, numbers) -> list[str]:
+    """Every participant of the worksheet into the roster and participants.csv
+    (so that a manual grade reaches one who handed in nothing), and the worksheet
+    kept for the export."""
+    by_email = {s.email.lower(): s for s in roster.values() if s.email}
+    taken = {s.id: s.email.lower() for s in roster.values() if s.email}
+    added = 0
+    for row in sheet:
+        email = row.get(EMAIL, "").strip()
+        if not email:
+            continue
+        student = by_email.get(email.lower())
+        if student is None:
+            sid = email_id(email, taken)
+            name = row.get(FULL_NAME, "").strip()
+            student = Student(sid, "moodle", row["participant"], name, email)
+            roster[sid] = by_email[email.lower()] = student
+            taken[sid] = email.lower()
+            added += 1
+        numbers[(assignment, student.id)] = row["participant"]
+    folder = course / WORKSHEETS
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(path, folder / f"{assignment}.csv")
+    return [f"worksheet: {len(sheet)} participant(s), {added} new to the roster"]
+
+
+def display_student(student: Student) -> str:
+    """``2001 (John Smith)``, or the id alone when there is no name."""
+    return f"{student.id} ({student.name})" if student.name else student.id
