@@ -18,11 +18,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-from nbformat import NotebookNode
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -38,8 +38,10 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Integer, List, Unicode
 
-from . import verdict
+from . import budget, verdict
 from .decisions import LatePolicy
+from .gradebook import use_this_python
+from .outputs import _clean_output, merge_outputs, not_executed  # noqa: F401
 from .repair import RecoverCells, RestoreCells, _course_of, note
 from .sandbox import (
     PASSED_ENV,
@@ -51,88 +53,6 @@ from .sandbox import (
     sandbox_problem,
 )
 from .verdict import HIDDEN
-
-
-def _clean_output(o: object) -> dict | None:
-    """An output from the sandbox rebuilt from the fields nbformat knows, or None."""
-    if not isinstance(o, dict):
-        return None
-    kind = o.get("output_type")
-
-    def text(value) -> str:
-        return "".join(map(str, value)) if isinstance(value, list) else str(value)
-
-    if kind == "stream":
-        return nbformat.v4.new_output(
-            "stream",
-            name="stderr" if o.get("name") == "stderr" else "stdout",
-            text=text(o.get("text", "")),
-        )
-    if kind == "error":
-        traceback = o.get("traceback") if isinstance(o.get("traceback"), list) else []
-        return nbformat.v4.new_output(
-            "error",
-            ename=str(o.get("ename", "Error")),
-            evalue=str(o.get("evalue", "")),
-            traceback=[str(t) for t in traceback],
-        )
-    if kind in ("display_data", "execute_result") and isinstance(o.get("data"), dict):
-        data = {}
-        for key, value in o["data"].items():
-            json_data = isinstance(value, dict) and str(key).endswith("json")
-            data[str(key)] = value if json_data else text(value)
-        metadata = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
-        out = nbformat.v4.new_output(kind, data=data, metadata=metadata)
-        if kind == "execute_result":
-            count = o.get("execution_count")
-            out.execution_count = count if isinstance(count, int) else None
-        return out
-    return None
-
-
-def not_executed(reason: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_output(
-        "error",
-        ename="NotExecuted",
-        evalue=reason,
-        traceback=[f"NotExecuted: {reason}"],
-    )
-
-
-def merge_outputs(nb: NotebookNode, frames: list[dict], reason: str) -> NotebookNode:
-    """``nb`` (the grader's own copy) with the outputs the sandbox sent for its cells.
-
-    Only outputs are taken, and only for a frame whose index and cell id match; a code
-    cell with no frame gets a ``NotExecuted`` error (a test cell that never ran fails).
-    """
-    done: dict[int, dict] = {}
-    for frame in frames:
-        index = frame.get("index")
-        if not isinstance(index, int) or not 0 <= index < len(nb.cells):
-            continue
-        cell = nb.cells[index]
-        if cell.cell_type == "code" and frame.get("id") == cell.get("id"):
-            done[index] = frame
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        frame = done.get(index)
-        if frame is None:
-            cell.outputs, cell.execution_count = [not_executed(reason)], None
-            continue
-        outputs = frame.get("outputs") if isinstance(frame.get("outputs"), list) else []
-        cell.outputs = [o for o in map(_clean_output, outputs) if o is not None]
-        count = frame.get("execution_count")
-        cell.execution_count = count if isinstance(count, int) else None
-    try:
-        nbformat.validate(nb)
-    except nbformat.ValidationError as err:
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                invalid = f"the sandbox returned invalid outputs: {err.message}"
-                cell.outputs = [not_executed(invalid)]
-    return nb
-
 
 # errors that mean a limit of the sandbox was hit, named in the student's report
 LIMITS = {
@@ -148,6 +68,8 @@ class SandboxedExecute(Execute):
 
     sandbox = Bool(True, help="False: no sandbox (own notebooks only)").tag(config=True)
     notebook_timeout = Integer(600, help="Seconds a notebook may run").tag(config=True)
+    student_timeout = Integer(1200, help="Seconds for all of a student's notebooks")
+    student_timeout.tag(config=True)  # 0: no budget (budget.py)
     memory = Unicode("4G", help="Address space per process").tag(config=True)
     processes = Integer(256, help="Processes and threads").tag(config=True)
     read_only = List(Unicode(), help="More paths it may read").tag(config=True)
@@ -242,17 +164,30 @@ class SandboxedExecute(Execute):
         if data_dir and Path(data_dir).is_dir():  # the chapters' data, read-only
             data.append(data_dir)
             env["AIAYN_DATA_DIR"] = str(Path(data_dir).resolve())
+        key = budget.student_key(resources)  # the student's time, all notebooks
+        seconds, why = budget.limit(key, self.notebook_timeout, self.student_timeout)
+        name = f"{ids.get('notebook')}.ipynb"
+        cells = sum(cell.cell_type == "code" for cell in sent.cells)
+        if seconds <= 0:  # spent by the notebooks before: this one is not started
+            budget.record(key, name, 0.0, None, cells)
+            self._note(resources, budget.stopped(key, self.student_timeout))
+            return merge_outputs(nb, [], why), why
+        start = time.monotonic()
         frames, reason, log = run_sandboxed(
             sent,
             Path(path) if path else None,
             submitted,
             cell_timeout=self.timeout or 60,
-            notebook_timeout=self.notebook_timeout,
+            notebook_timeout=seconds,
             memory=_bytes(self.memory),
             processes=self.processes,
             read_only=data,
             env=env,
+            deadline_reason=why,
         )
+        budget.record(key, name, time.monotonic() - start, len(frames), cells)
+        if why and reason.startswith(why):
+            self._note(resources, budget.stopped(key, self.student_timeout))
         if reason:
             self.log.warning("%s; sandbox log:\n%s", reason, log[-3000:])
         return merge_outputs(nb, frames, reason or "this cell did not run"), reason
@@ -338,6 +273,7 @@ class HideHiddenTests(NbGraderPreprocessor):
 
 def configure(c) -> None:
     """Set nbgrader's config ``c`` (a course's nbgrader_config.py) to use sandboxes."""
+    use_this_python()  # nbgrader makes a new gradebook without alembic on PATH
     c.Autograde.sanitize_preprocessors = [
         ClearOutput,
         DeduplicateIds,

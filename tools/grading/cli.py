@@ -45,6 +45,8 @@ from .decisions import (
 )
 from .export import write_grades
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
+from .gradebook import use_this_python
+from .limits import memory_scope
 from .repair import NOTES, note, prepare_submissions
 from .roster import read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
@@ -128,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         default=600,
         help="seconds per notebook (600)",
     )
+    parser.add_argument(
+        "--student-timeout",
+        type=int,
+        default=1200,
+        help="seconds for all of a student's notebooks together (1200; 0: none)",
+    )
     parser.add_argument("--memory", default="4G", help="address space per process (4G)")
     parser.add_argument(
         "--processes",
@@ -164,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         help="grade every submission again, changed or not",
     )
     args = parser.parse_args(argv)
+    if args.student_timeout < 0:
+        parser.error(f"--student-timeout: expected 0 or more, got {args.student_timeout}")
+    use_this_python()  # a new gradebook without the venv's bin on PATH
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").is_file():
         print(
@@ -188,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if short:
             print(short, file=sys.stderr)
             return 2
+        print(memory_scope(args.memory), file=sys.stderr)
     try:
         due, late = read_deadlines(args.deadlines, args.assignment)
         decisions = read_decisions(args.decisions)
@@ -198,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--SandboxedExecute.sandbox={not args.unsandboxed}",
         f"--SandboxedExecute.timeout={args.cell_timeout}",
         f"--SandboxedExecute.notebook_timeout={args.notebook_timeout}",
+        f"--SandboxedExecute.student_timeout={args.student_timeout}",
         f"--SandboxedExecute.memory={args.memory}",
         f"--SandboxedExecute.processes={args.processes}",
     ]

@@ -5,7 +5,9 @@ RLIMIT_NPROC counts only that sandbox's processes, and, where the system lets ro
 write cgroups, in a cgroup of its own (``make_cgroup``) that bounds its memory and
 tasks as a whole; ``cgroup_kills`` says whether its memory limit stopped anything.
 As an ordinary user, ``tasks_of`` counts the user's own tasks, which RLIMIT_NPROC
-counts too. Split from sandbox.py (issue #34: no module over about 400 lines).
+counts too, and a cgroup is made only where the system delegated one to the user
+(``memory_scope`` says which limit holds). Split from sandbox.py (issue #34: no
+module over about 400 lines).
 """
 
 from __future__ import annotations
@@ -34,9 +36,8 @@ def make_cgroup(name: str, memory: int, tasks: int) -> tuple[list[Path], str]:
     """The folders of a new cgroup that bounds one sandbox as a whole: ``memory`` bytes
     of memory (its tmpfs folders included) and ``tasks`` tasks. Cgroup v1 (memory and
     pids) or v2, under the grader's own cgroup; ([], why not) where the system offers
-    none this user may write (an ordinary user, or a container that forbids it)."""
-    if os.geteuid() != 0:
-        return [], "cgroups are not used when grading as an ordinary user"
+    none this user may write (an ordinary user's, unless delegated to them; a
+    container that forbids it)."""
     where = {}
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
@@ -65,6 +66,19 @@ def make_cgroup(name: str, memory: int, tasks: int) -> tuple[list[Path], str]:
         remove_cgroup(made)
         return [], f"cgroups are not writable here ({type(err).__name__}: {err})"
     return made, ""
+
+
+def memory_scope(memory: str) -> str:
+    """What bounds a sandbox's memory here, in words (make grade prints it): a cgroup
+    per sandbox where this user can make one, else the per-process limit alone."""
+    made, why = make_cgroup(f"aiayn-check-{os.getpid()}", 1 << 30, 16)
+    remove_cgroup(made)
+    if not why:
+        return f"memory: {memory} per process and {memory} per sandbox (a cgroup)"
+    return (
+        f"memory: {memory} of address space per process only, none per sandbox as a "
+        f"whole ({why}): a submission's processes together may hold more"
+    )
 
 
 def cgroup_kills(folders: list[Path]) -> int:

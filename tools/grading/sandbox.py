@@ -199,6 +199,7 @@ def run_sandboxed(
     max_output: int = 64 << 20,
     read_only: list[str] | None = None,
     env: dict[str, str] | None = None,
+    deadline_reason: str | None = None,
 ) -> tuple[list[dict], str, str]:
     """Execute ``nb`` in a sandbox whose /submission is a copy of the data files of
     ``files`` (less what is a link in ``submitted``, the student's own folder) in a
@@ -208,7 +209,9 @@ def run_sandboxed(
     why cells may be missing ("" when the run ended normally) and the sandbox's log.
     Raises SandboxFailed when the sandbox stopped before the submission's code ran.
     Run by root where cgroups are writable, ``memory`` and ``processes`` also bound the
-    sandbox as a whole (``make_cgroup``).
+    sandbox as a whole (``make_cgroup``). ``deadline_reason``: what to say when the
+    notebook is stopped at ``notebook_timeout`` (default: its time limit; the student's
+    time budget sets its own, see budget.py).
     """
     limits = dict(
         cell_timeout=cell_timeout,
@@ -220,6 +223,7 @@ def run_sandboxed(
         max_output=max_output,
         read_only=read_only,
         env=env,
+        deadline_reason=deadline_reason,
     )
     uid = sandbox_uid()
     cgroup, _ = make_cgroup(f"aiayn-sandbox-{uid or os.getpid()}", memory, processes)
@@ -300,8 +304,9 @@ def _run(nb, files, submitted, cgroup, uid, processes, **limits):
                         reason = f"the notebook wrote more than {mib} MiB of output"
                         break
                     if time.monotonic() > deadline:
-                        limit = f"{notebook_timeout} s"
-                        reason = f"the notebook ran past its time limit ({limit})"
+                        limit = f"its time limit ({notebook_timeout} s)"
+                        own = f"the notebook ran past {limit}"
+                        reason = limits["deadline_reason"] or own
                         break
             finally:
                 proc.kill()  # bwrap; --die-with-parent takes the whole sandbox with it
