@@ -5,10 +5,12 @@ from __future__ import annotations
 import torch
 from matplotlib.patches import Rectangle
 
-from aiayn_helpers import padding_mask
+from aiayn_helpers import causal_mask, padding_mask
 
 from .draw import (
+    ALLOWED,
     ATTN,
+    BLOCKED,
     D_MODEL,
     EMBED,
     FFN,
@@ -22,6 +24,7 @@ from .draw import (
     box,
     canvas,
     grid,
+    legend,
     note,
     small,
     sublayer_block,
@@ -64,4 +67,46 @@ def ch06_cross_attention():
     return fig
 
 
-FIGURES = [ch06_decoder_layer, ch06_cross_attention]
+def ch06_torch_masks():
+    """Our one target mask (True = may attend) against PyTorch's two (True = blocked),
+    for the chapter's second target sentence; a cell's colour is what it means, its
+    letter what the tensor stores."""
+    fig, ax = canvas(6.0, 5.5, "One mask of ours, two of PyTorch's")
+    tgt = ["<bos>", "the", "cat", "sleeps", "<eos>", "<pad>"]
+    ids = torch.tensor([[1, 9, 10, 11, 2, 0]])
+    n, cell = len(tgt), 0.34
+    ours = (padding_mask(ids, 0)[0, 0] & causal_mask(n)).tolist()
+    blocked = (~causal_mask(n)).tolist()
+    pads = (ids[0] == 0).tolist()
+
+    def letters(x0, y_top, stored):
+        for i, row in enumerate(stored):
+            for j, value in enumerate(row):
+                x, y = x0 + (j + 0.5) * cell, y_top - (i + 0.5) * cell
+                small(ax, x, y, "T" if value else "F", color="white")
+
+    left, right, top = 0.95, 3.75, 4.1
+    mid_left, mid_right = left + n * cell / 2, right + n * cell / 2
+    text(ax, mid_left, 4.95, "ours: one tensor")
+    text(ax, mid_right, 4.95, "PyTorch: two tensors")
+    grid(ax, left, top, cell, ours, tgt, tgt)
+    letters(left, top, ours)
+    grid(ax, right, top, cell, [[not b for b in row] for row in blocked], [], tgt)
+    letters(right, top, blocked)
+    bottom = top - n * cell
+    small(ax, mid_left, bottom - 0.22, "tgt_mask, True = may attend")
+    small(ax, mid_left, bottom - 0.5, "(padding & causal)")
+    small(ax, mid_right, bottom - 0.22, "tgt_mask = ~causal_mask(T)")
+    small(ax, mid_right, bottom - 0.5, "True = blocked")
+    row_top = bottom - 0.8
+    grid(ax, right, row_top, cell, [[not p for p in pads]], [], [])
+    letters(right, row_top, [pads])
+    small(ax, mid_right, row_top - cell - 0.2, "tgt_key_padding_mask")
+    small(ax, mid_right, row_top - cell - 0.46, "True = padding key")
+    legend(ax, 0.35, row_top - 0.2, [(ALLOWED, "may attend")])
+    legend(ax, 0.35, row_top - 0.55, [(BLOCKED, "blocked")])
+    note(ax, 0.35, row_top - 0.95, "letters: what the\ntensor stores", ha="left")
+    return fig
+
+
+FIGURES = [ch06_decoder_layer, ch06_cross_attention, ch06_torch_masks]
