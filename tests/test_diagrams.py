@@ -303,3 +303,25 @@ def test_sequence_first_batch_is_the_chapter_3_batch():
     assert f"d_model, h = {ch03.SEQ_D}, 4" in source
     shape = f"({ch03.SEQ_B}, {ch03.SEQ_T}, {ch03.SEQ_D})"
     assert f"runs; output shape {shape}" in outputs_of("03_multi_head_attention.ipynb")
+
+
+def test_ownership_is_what_pytorch_does():
+    """ch04_ownership's yes and no are PyTorch's: trained (a parameter), moved and cast
+    by .double() (its dtype after it), saved (a key of state_dict())."""
+
+    class Holder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            table = torch.zeros(3, 2)
+            self.proj = torch.nn.Linear(2, 2)
+            self.register_buffer("saved", table.clone())
+            self.register_buffer("unsaved", table.clone(), persistent=False)
+            self.plain = table.clone()
+
+    module = Holder().double()
+    tensors = [module.proj.weight, module.saved, module.unsaved, module.plain]
+    names = ["proj.weight", "saved", "unsaved", "plain"]
+    trained = {id(p) for p in module.parameters()}
+    for (kind, _, flags), tensor, name in zip(diagrams.ch04.OWNERSHIP, tensors, names, strict=True):
+        said = (id(tensor) in trained, tensor.dtype == torch.float64, name in module.state_dict())
+        assert said == flags, f"{kind}: the diagram says {flags}, PyTorch {said}"

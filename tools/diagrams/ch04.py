@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 
-from matplotlib.patches import Circle
+from matplotlib.patches import Circle, Rectangle
 
 from .draw import (
     ALLOWED,
+    BLOCKED,
     D_MODEL,
     HEAD_COLOURS,
     NOTE,
     arrow,
     canvas,
     line,
+    note,
     pe_value,
     small,
+    text,
 )
 
 
@@ -100,4 +103,32 @@ def ch04_rotation():
     return fig
 
 
-FIGURES = [ch04_sinusoids, ch04_rotation]
+# what PyTorch does with each kind of tensor a module holds (tests/test_diagrams.py
+# asks PyTorch): (kind, example, (trained, follows .to() and .double(), in state_dict))
+OWNERSHIP = [
+    ("nn.Parameter", "self.proj.weight", (True, True, True)),
+    ("buffer", 'register_buffer("pe", table)', (False, True, True)),
+    ("buffer, persistent=False", "ah.PositionalEncoding's pe", (False, True, False)),
+    ("plain attribute", "self.pe = table", (False, False, False)),
+]
+OWNERSHIP_COLUMNS = ["trained", "follows .to()\nand .double()", "saved in\nstate_dict()"]
+
+
+def ch04_ownership():
+    fig, ax = canvas(6.0, 3.75, "What a module knows it owns")
+    xs, w, h = (3.3, 4.38, 5.47), 0.8, 0.42
+    for x, head in zip(xs, OWNERSHIP_COLUMNS, strict=True):
+        small(ax, x, 3.05, head)
+    for r, (kind, example, flags) in enumerate(OWNERSHIP):
+        y = 2.4 - r * 0.62
+        small(ax, 2.75, y + 0.1, kind, ha="right")
+        note(ax, 2.75, y - 0.15, example, ha="right")
+        for x, flag in zip(xs, flags, strict=True):
+            corner = (x - w / 2, y - h / 2)
+            colour = ALLOWED if flag else BLOCKED
+            ax.add_patch(Rectangle(corner, w, h, fc=colour, ec="white", lw=2))
+            text(ax, x, y, "yes" if flag else "no", color="white", weight="bold")
+    return fig
+
+
+FIGURES = [ch04_sinusoids, ch04_rotation, ch04_ownership]
