@@ -306,10 +306,68 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch07-ex4", [("used = sorted(i for b in bucketed for i in b)", "used = sorted(b[0] for b in bucketed)")]),
     ],
     "08_using_the_model.ipynb": [
-        ("ch08-ex1", [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 6 * 100 * 1024 * 32 * 4 * 4")]),
-        ("ch08-ex1", [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4")]),
-        ("ch08-ex2", [('"beam" if b > g else "greedy"', '"beam" if b < g else "greedy"')]),  # more negative = better
-        ("ch08-ex3", [("model.decoder.layers[0].cross_attn", "model.decoder.layers[1].cross_attn")]),  # another layer
+        (
+            "ch08-ex1",
+            [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 6 * 100 * 1024 * 32 * 4 * 4")],
+            "a factor 2 is left out",
+        ),  # the keys only
+        (
+            "ch08-ex1",
+            [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4")],
+            "a factor 4 is left out: the 4 beams, or the 4 bytes",
+        ),
+        (
+            "ch08-ex1",
+            [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 2 * 12 * 100 * 1024 * 32 * 4 * 4")],
+            "a factor 2 too many: only the decoder's self-attention is cached",
+        ),  # the encoder's layers counted too
+        (
+            "ch08-ex1",
+            [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 2 * 6 * 100 * 64 * 32 * 4 * 4")],
+            "each position is given one head's d_k",
+        ),
+        (
+            "ch08-ex1",
+            [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 2 * 6 * 100 * 16 * 1024 * 32 * 4 * 4")],
+            "the heads are counted on top of d_model",
+        ),
+        (
+            "ch08-ex1",
+            [("cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4", "cache_bytes = 2 * 6 * 100 * 1024 * 32 * 4 * 4 / 1e6")],
+            "the size is given in megabytes",
+        ),
+        (
+            "ch08-ex2",
+            [('"beam" if b > g else "greedy"', '"beam" if b < g else "greedy"')],
+            "the lower score is taken as the better one, or the two scores are read in the wrong order",
+        ),  # more negative = better
+        (
+            "ch08-ex2",
+            [("ids([greedy_hyps[i], beam_hyps[i]])", "ids([beam_hyps[i], greedy_hyps[i]])")],
+            "the two scores are read in the wrong order",
+        ),  # the hypotheses handed over in the other order: not told it took the lower score
+        (
+            "ch08-ex3",
+            [("model.decoder.layers[0].cross_attn", "model.decoder.layers[1].cross_attn")],
+            "another decoder layer's cross-attention is used",
+        ),
+        (
+            "ch08-ex3",
+            [("model.decoder.layers[0].cross_attn", "model.decoder.layers[0].self_attn")],
+            "self-attention projects the memory, not its cross-attention",
+        ),
+        ("ch08-ex3", [("cross_k, cross_v = model", "cross_v, cross_k = model")], "the keys and values are swapped"),
+        (
+            "ch08-ex3",
+            [
+                (
+                    "model.decoder.layers[0].cross_attn.project_kv(memory, memory)",
+                    "model.decoder.layers[0].cross_attn.w_k(memory), "
+                    "model.decoder.layers[0].cross_attn.w_v(memory)",
+                )
+            ],
+            "the keys are not split into heads",
+        ),
     ],
     "09_what_the_paper_measured.ipynb": [
         ("ch09-ex1", [("h[0, -1].sum().backward()", "h[0, 1].sum().backward()")]),  # a position next to the first
