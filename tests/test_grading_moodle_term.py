@@ -151,6 +151,7 @@ def term(tmp_path_factory, deadlines_file):
         args = [str(path), a, "--course", str(course), "--worksheet", str(sheet)]
         assert collect.main(args) == 0
         assert grade.main([a, *flags]) == 0
+    out["graded_page"] = _box(course, ID_A, A3)  # make grade --feedback put it there
     out["export"] = export.export(course, None, decisions, deadlines)
     return course, out
 
@@ -225,7 +226,9 @@ def _box(course: Path, sid: str, assignment: str) -> str:
 
 
 def test_feedback_pages_show_the_grade_that_goes_back(term):
-    course, _ = term
+    """Written by make grade --feedback, and again by make export."""
+    course, out = term
+    assert " ".join(out["graded_page"].split()) == " ".join(_box(course, ID_A, A3).split())
     adjusted = " ".join(_box(course, ID_A, A3).split())
     assert "Your grade for assignment3: 9.5 of 10" in adjusted
     assert "Autograded (the hidden tests): 8 of 10" in adjusted

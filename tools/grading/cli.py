@@ -44,6 +44,7 @@ from .decisions import (
     set_due_date,
 )
 from .export import write_grades
+from .feedback import stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
 from .limits import memory_scope
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                 note(course, args.assignment, student, f"NOT GRADED: {why}")
         (reports / "graded.json").write_text(json.dumps(graded, indent=1))
         stage = "writing grades.csv"
-        write_grades(course, decisions)  # the gradebook and the decisions
+        rows = write_grades(course, decisions)  # the gradebook and the decisions
         if args.feedback:
             stage = "feedback"
             nbgrader(
@@ -277,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
                 course=course,
                 quiet=args.quiet,
             )
+            # each page opens with the grade that goes back to the platform
+            mine = [r for r in rows if r["assignment"] == args.assignment]
+            stamp_feedback(course, mine)
     except RuntimeError as err:
         failure = f"{stage} failed: {err}"
     except BaseException as err:  # a bug: still say what was done, then raise it
