@@ -202,3 +202,31 @@ def test_a_downloaded_worksheet_goes_back_with_grades_only(tmp_path):
     rows = [_row(max_score=12.0)]
     said = export.write_moodle(rows, "assignment3", path, dt.datetime(2027, 3, 9))
     assert said and said[0].startswith("WARNING: assignment3's Maximum grade in Moodle")
+
+
+def test_a_worksheet_after_a_collect_without_one_names_the_old_folder(tmp_path, capsys):
+    """Collected first by participant number, then with the worksheet: the student
+    gets the email id, and the folder under the number is named, not deleted."""
+    course = _course(tmp_path, "assignment1")
+    path = _zip(tmp_path / "a1.zip", "assignment1", {2001: "John Smith"})
+    args = [str(path), "assignment1", "--course", str(course)]
+    assert collect.main(args) == 0
+    sheet = _sheet(tmp_path / "sheet.csv", {2001: ("John Smith", "js@uni.example")})
+    assert collect.main([*args, "--worksheet", str(sheet)]) == 0
+    out = capsys.readouterr().out
+    assert "ALSO submitted/2001/assignment1: js-uni-example (John Smith)" in out
+    found = sorted(p.parent.name for p in course.glob("submitted/*/assignment1"))
+    assert found == ["2001", "js-uni-example"]
+
+
+def test_canvas_ids_are_kept_and_need_no_worksheet(tmp_path, capsys):
+    course = _course(tmp_path, "assignment1")
+    with zipfile.ZipFile(tmp_path / "c.zip", "w") as archive:
+        for n in (3001, 3002):
+            entry = f"smithjohn_{n}_9{n}_assignment1.ipynb"
+            archive.writestr(zipfile.ZipInfo(entry, WHEN.timetuple()[:6]), NB)
+    args = [str(tmp_path / "c.zip"), "assignment1", "--course", str(course)]
+    assert collect.main(args) == 0
+    assert "WARNING" not in capsys.readouterr().out
+    numbers = roster.read_participants(course)
+    assert numbers == {("assignment1", "3001"): "3001", ("assignment1", "3002"): "3002"}
