@@ -325,3 +325,11 @@ def test_ownership_is_what_pytorch_does():
     for (kind, _, flags), tensor, name in zip(diagrams.ch04.OWNERSHIP, tensors, names, strict=True):
         said = (id(tensor) in trained, tensor.dtype == torch.float64, name in module.state_dict())
         assert said == flags, f"{kind}: the diagram says {flags}, PyTorch {said}"
+
+
+def test_mask_conventions_are_the_chapter_5_batch():
+    """ch05_mask_conventions draws the padded batch that chapter 5 hands to nn.TransformerEncoder."""
+    rows = ",\n".join(f"        {row}" for row in diagrams.ch05.MASK_TOKENS)
+    assert f"tokens = torch.tensor(\n    [\n{rows},\n    ]\n)" in source_of("05_encoder.ipynb")
+    source = source_of("05_encoder.ipynb")
+    assert "ours(x, ah.padding_mask(tokens, 0))" in source and "src_key_padding_mask=tokens == 0" in source

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import torch
 from matplotlib.patches import Rectangle
 
+from aiayn_helpers import padding_mask
+
 from .draw import (
+    ALLOWED,
     ATTN,
+    BLOCKED,
     D_FF,
     D_MODEL,
     FFN,
     FONT,
     FRAME,
+    GREY,
     HEADS,
+    INK,
     N_LAYERS,
     arrow,
     canvas,
+    legend,
     note,
     small,
     sublayer_block,
@@ -54,3 +62,51 @@ def ch05_post_vs_pre():
 
 
 FIGURES = [ch05_encoder_layer, ch05_post_vs_pre]
+
+
+# the padded batch of the chapter's comparison with nn.TransformerEncoder
+MASK_TOKENS = [
+    [5, 8, 2, 9, 4, 7, 0, 0, 0],
+    [3, 3, 6, 1, 0, 0, 0, 0, 0],
+    [9, 8, 7, 6, 5, 4, 3, 2, 1],
+]
+
+
+def ch05_mask_conventions():
+    """The chapter's padded batch and its two key masks: ours (True = may attend)
+    and nn.TransformerEncoder's src_key_padding_mask (True = padding, blocked). A
+    cell's colour is what it means, its letter what the tensor stores."""
+    fig, ax = canvas(6.0, 4.0, "The same padding, two conventions")
+    tokens = torch.tensor(MASK_TOKENS)
+    ours = padding_mask(tokens, 0)[:, 0, 0].tolist()  # (B, S), True = may attend
+    nn_mask = (tokens == 0).tolist()  # (B, S), True = padding
+    cell = 0.28
+    width = cell * tokens.shape[1]
+
+    def cells(x0, y_top, entries, fills):
+        for i, row in enumerate(entries):
+            for j, entry in enumerate(row):
+                corner = (x0 + j * cell, y_top - (i + 1) * cell)
+                ax.add_patch(Rectangle(corner, cell, cell, fc=fills[i][j], ec="white", lw=2))
+                colour = INK if fills[i][j] == GREY else "white"
+                small(ax, corner[0] + cell / 2, corner[1] + cell / 2, entry, color=colour)
+
+    meaning = [[ALLOWED if keep else BLOCKED for keep in row] for row in ours]
+    x_tokens = (6.0 - width) / 2
+    cells(x_tokens, 3.5, tokens.tolist(), [[GREY] * len(r) for r in MASK_TOKENS])
+    small(ax, x_tokens - 0.1, 3.5 - 1.5 * cell, "tokens", ha="right")
+    note(ax, x_tokens + width + 0.1, 3.5 - 1.5 * cell, "0 = <pad>", ha="left")
+    top = 1.74
+    for x0, stored, lines in (
+        (0.35, ours, ["ours: padding_mask(tokens, 0)", "True = may attend"]),
+        (3.25, nn_mask, ["nn: src_key_padding_mask", "= tokens == 0", "True = padding"]),
+    ):
+        cells(x0, top, [["T" if s else "F" for s in row] for row in stored], meaning)
+        for k, words in enumerate(lines):
+            small(ax, x0 + width / 2, top + 0.12 + 0.26 * (len(lines) - 1 - k), words, va="bottom")
+    legend(ax, 0.35, top - 3 * cell - 0.3, [(ALLOWED, "may attend"), (BLOCKED, "blocked")])
+    note(ax, 0.35, top - 3 * cell - 0.65, "colour: what a cell means; letter: what the tensor stores", ha="left")
+    return fig
+
+
+FIGURES.append(ch05_mask_conventions)
