@@ -276,6 +276,9 @@ class Reference:
             raise ValueError("a Reference is compared inside check(), with a label")
         if self.kind == "near":
             cell = _grid(answer, self.within)
+            nan = _nan_reason(answer)
+            if nan:
+                return nan
             if cell is None:
                 return f"expected a number, got {_describe(answer)}"
             digests = {

@@ -589,6 +589,8 @@ def test_reference_within_accepts_a_small_difference_and_has_no_boundary():
             check("ch09-ex3", far, near)
     with pytest.raises(WrongAnswer, match="expected a number"):
         check("ch09-ex3", "2.54", near)
+    with pytest.raises(WrongAnswer, match=r"your value is NaN \(not a number\)"):
+        check("ch09-ex3", float("nan"), near)  # NaN said as NaN, not "expected a number"
     with pytest.raises(ValueError, match="within must be a positive number"):
         reference("ch09-ex3", 2.54, within=0)
     with pytest.raises(ValueError, match="a finite number"):
