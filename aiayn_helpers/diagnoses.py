@@ -23,6 +23,7 @@ __all__ = [
     "alignment_count_slips",
     "beam_sweep_slips",
     "final_norm_slips",
+    "fit_residual_slips",
     "general_score_slips",
     "head_swap_slips",
     "mask_convention_slips",
@@ -31,9 +32,12 @@ __all__ = [
     "padded_batch_slips",
     "parameter_count_slips",
     "permutation_slips",
+    "projection_slips",
     "shared_layer_slips",
     "sharpness_slips",
+    "shift_back_slips",
     "source_change_slips",
+    "t2t_frequency_slips",
     "target_padding_slips",
     "temperature_slips",
     "zero_score_slips",
@@ -841,3 +845,170 @@ def sharpness_slips(
             )
             break
     return found
+
+
+# ---------------------------------------------------------------- chapter 4
+
+
+def _table_at(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """The paper's sinusoidal table at ``positions`` (negative ones too), float64."""
+    pos = positions.to(torch.float64)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angles = pos * 10000.0 ** (-two_i / d_model)
+    table = torch.empty(len(positions), d_model, dtype=torch.float64)
+    table[:, 0::2], table[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return table
+
+
+def _steps(matrix: torch.Tensor, offset: int, d_model: int) -> bool:
+    """Does ``matrix`` map PE_pos to PE_{pos + offset} (as M_k does, column vectors)?"""
+    table = _table_at(torch.arange(0, 50), d_model)
+    moved = table @ matrix.detach().to(torch.float64).T
+    return _allclose(moved, _table_at(torch.arange(offset, 50 + offset), d_model), 1e-8)
+
+
+def shift_back_slips(
+    back_shifted: Any, round_trip: Any, *, length: int, k: int
+) -> list[str]:
+    """Exercise 4.1: which positions ``back_shifted`` holds, and where ``round_trip``
+    steps.
+
+    ``back_shifted`` should hold PE_{pos-k} for pos = k ... length - 1, one row each,
+    and ``round_trip`` = M_-k M_k should step nowhere. A row vector times M_-k (no
+    transpose) applies M_-k^T = M_k, a step forward; mapping the table's first rows
+    gives the positions -k ... length - 2k - 1.
+    """
+    tensors = (back_shifted, round_trip)
+    if not all(isinstance(t, torch.Tensor) and t.dim() == 2 for t in tensors):
+        return []
+    d_model = round_trip.shape[0]
+    if round_trip.shape != (d_model, d_model) or d_model % 2:
+        return []
+    found = []
+    forward = _steps(round_trip, 2 * k, d_model)
+    if back_shifted.shape == (length - k, d_model):
+        rows = back_shifted.detach().to(torch.float64)
+        ahead = _table_at(torch.arange(2 * k, length + k), d_model)
+        early = _table_at(torch.arange(-k, length - 2 * k), d_model)
+        if _allclose(rows, ahead, 1e-8):
+            if forward:
+                found.append(
+                    f"M_back steps forward: back_shifted holds PE_{{pos+{k}}}, and "
+                    f"round_trip steps {2 * k} positions forward instead of none "
+                    f"(M_back is M_{k}, not M_-{k})"
+                )
+                forward = False
+            else:
+                found.append(
+                    f"the rows are multiplied by M_back itself: a row vector times a "
+                    f"matrix applies its transpose, and M_-{k}^T = M_{k} steps {k} "
+                    f"positions forward (back_shifted holds PE_{{pos+{k}}})"
+                )
+        elif _allclose(rows, early, 1e-8):
+            found.append(
+                f"the table's first rows are mapped, PE_0 to PE_{length - k - 1}, so "
+                f"back_shifted holds PE_-{k} to PE_{length - 2 * k - 1}; the exercise "
+                f"maps PE_{k} to PE_{length - 1}"
+            )
+    if forward:
+        found.append(
+            f"round_trip steps {2 * k} positions forward instead of none: its first "
+            f"factor steps forward too (M_{k}, or M_-{k} transposed)"
+        )
+    return found
+
+
+def projection_slips(W_q: Any, W_k: Any, W: Any) -> list[str]:  # noqa: N803
+    """Exercise 4.2: the student's projections, read for the two slips that change
+    the answers: one matrix for both W^Q and W^K (the scores are then symmetric in the
+    two positions), and a W whose 2 x 2 blocks are not scaled rotations (W^T W is then
+    no multiple of the identity on a pair, so the position does not cancel)."""
+    found = []
+    if isinstance(W_q, torch.Tensor) and isinstance(W_k, torch.Tensor):
+        if W_q.shape == W_k.shape and torch.equal(W_q, W_k):
+            found.append(
+                "W_q and W_k are the same matrix: the scores s(p, q) are then "
+                "symmetric in p and q, so the diagonals at offsets +3 and -3 agree "
+                "(the exercise draws two independent matrices)"
+            )
+    if isinstance(W, torch.Tensor) and W.dim() == 2 and W.shape[0] == W.shape[1]:
+        n = W.shape[0]
+        w = W.detach().to(torch.float64)
+        pairs = torch.arange(n) // 2
+        if n % 2 == 0:
+            off_blocks = w[pairs[:, None] != pairs[None, :]]
+            if off_blocks.abs().max() > 1e-12:
+                found.append(
+                    "W is not block-diagonal: it mixes different sine-cosine pairs, "
+                    "which turn at different speeds, so the position does not cancel"
+                )
+            else:
+                gram = w.T @ w
+                a, b, c = gram.diagonal()[0::2], gram.diagonal()[1::2], gram[0::2, 1::2]
+                tol = 1e-9 * max(gram.abs().max().item(), 1e-300)
+                if (a - b).abs().max() > tol or c.diagonal().abs().max() > tol:
+                    found.append(
+                        "W's 2 x 2 blocks are not scaled rotations a R(alpha): W^T W "
+                        "is then not a multiple of the identity on each pair, and only "
+                        "such a W commutes with the shifts M_k"
+                    )
+    return found
+
+
+def fit_residual_slips(residuals: Any) -> list[str]:
+    """Exercise 4.3: a d_model = 6 residual of float32's rounding size (about 1e-7)
+    means a float32 table (ah.sinusoidal_encoding's default): in float64 the fit is
+    exact to about 1e-15."""
+    try:
+        even = float(residuals[6])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return []
+    if 1e-8 < even < 1e-5:
+        return [
+            f"the table is float32, ah.sinusoidal_encoding's default dtype: the "
+            f"d_model = 6 fit then misses by {even:.0e}, float32's rounding error, not "
+            f"1e-9 (build it with dtype=torch.float64)"
+        ]
+    return []
+
+
+def t2t_frequency_slips(omega: Any, d_model: int) -> list[str]:
+    """Exercise 4.4: what Tensor2Tensor-like ``omega`` does instead of falling
+    geometrically from 1 to exactly 1/10000: the paper's ratio 10000^(-2/d_model)
+    (its last frequency 10000^(-(d_model-2)/d_model)), a rise to 10000 (the
+    timescales, 1/frequency), even spacing, or float32 rounding."""
+    half = d_model // 2
+    if not isinstance(omega, torch.Tensor) or omega.shape != (half,):
+        return []
+    w = omega.detach().to(torch.float64)
+    if not bool(torch.isfinite(w).all()) or bool((w <= 0).any()):
+        return []
+    ratios = w[1:] / w[:-1]
+    geometric = _allclose(ratios, ratios[:1].expand(half - 1), 1e-5)
+    steps = w[1:] - w[:-1]
+    if not geometric and _allclose(steps, steps[:1].expand(half - 1), 1e-9):
+        return [
+            "the frequencies are evenly spaced: each one is the previous one minus "
+            "the same amount, while Tensor2Tensor's fall by the same factor"
+        ]
+    if not geometric or abs(w[0].item() - 1) > 1e-6:
+        return []
+    last = w[-1].item()
+    if abs(ratios[0].item() - 10000.0 ** (-2 / d_model)) < 1e-9:
+        return [
+            f"the ratio between neighbours is the paper's, 10000^(-2/{d_model}): the "
+            f"last frequency is then {last:.3g}, not 1/10000 (the paper's spacing is "
+            f"used, not Tensor2Tensor's)"
+        ]
+    if abs(last / 10000.0 - 1) < 1e-5:
+        return [
+            "omega_t2t rises from 1 to 10000: those are Tensor2Tensor's timescales, "
+            "1 / frequency (the minus sign of the exponent is lost)"
+        ]
+    if omega.dtype != torch.float64 and abs(last * 10000.0 - 1) < 1e-5:
+        return [
+            f"omega_t2t is {omega.dtype}: right to that precision's rounding, but the "
+            "check compares 6 significant digits of the float64 values (give "
+            "torch.arange dtype=torch.float64)"
+        ]
+    return []
