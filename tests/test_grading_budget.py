@@ -134,3 +134,13 @@ def test_the_budget_gives_a_notebook_what_is_left():
     with pytest.raises(ValueError, match="got 30 s per notebook, -1 s per student"):
         budget.limit(key, 30, -1)
     budget._SPENT.pop(key, None)
+
+
+def test_the_guide_states_the_budget_make_grade_uses():
+    import inspect
+
+    m = re.search(r'"--student-timeout",.*?default=(\d+),', inspect.getsource(grade.main), re.S)
+    assert m and int(m[1]) == grade.SandboxedExecute.student_timeout.default_value
+    guide = " ".join((ROOT / "book" / "instructor_guide.md").read_text().split())
+    assert f"{m[1]} s for all the notebooks of one student's submission" in guide
+    assert "--student-timeout=SECONDS" in guide

@@ -104,11 +104,12 @@ def bwrap_command(
     ``scratch`` appears read-only as /handed-in, and /submission is a private tmpfs of
     ``scratch_size`` bytes (the runner copies the files in; without a size, ``scratch``
     itself is /submission); each of ``read_only`` at its own path; /usr and the
-    loader's files read-only; a private /tmp of ``tmp_size`` bytes; the working
-    directory is /. The limits apply inside (prlimit): ``memory`` bytes of address
-    space per process, ``processes`` tasks of the sandbox's user, files of at most
-    ``file_size``. Run by root, the sandbox runs as ``uid`` (a uid of its own, see
-    ``sandbox_uid``; default ``nobody``).
+    loader's files read-only; a private /tmp and /dev/shm of ``tmp_size`` bytes each;
+    the rest of its root and /dev read-only; the working directory is /. The limits
+    apply inside (prlimit): ``memory`` bytes of address space per process,
+    ``processes`` tasks of the sandbox's user, files of at most ``file_size``. Run by
+    root, the sandbox runs as ``uid`` (a uid of its own, see ``sandbox_uid``; default
+    ``nobody``).
     """
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -144,6 +145,8 @@ def bwrap_command(
         if (Path("/etc") / name).exists():
             cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     cmd += ["--size", str(tmp_size), "--perms", "1777", "--tmpfs", "/tmp"]
+    # /dev/shm sized like /tmp (bwrap's /dev is an unbounded tmpfs, made read-only)
+    cmd += ["--size", str(tmp_size), "--perms", "1777", "--tmpfs", "/dev/shm"]
     made = {Path("/"), Path("/tmp")}
     bound: list[Path] = [Path("/usr")]
     for path in sorted(set(read_only), key=lambda p: len(p.parts)):
@@ -162,6 +165,10 @@ def bwrap_command(
         cmd += ["--ro-bind", str(scratch), "/handed-in"]
         cmd += ["--size", str(scratch_size), "--perms", "1777"]
         cmd += ["--tmpfs", "/submission"]
+    # the root and /dev, with the folders bwrap made in them, read-only: only
+    # /submission, /tmp and /dev/shm (size-limited tmpfs mounts of their own) can be
+    # written, also by an ordinary user's sandbox, which owns those tmpfs roots
+    cmd += ["--remount-ro", "/", "--remount-ro", "/dev"]
     cmd += ["--chdir", "/", "--clearenv"]
     environment = {
         "HOME": "/tmp",

@@ -77,7 +77,7 @@ def memory_scope(memory: str) -> str:
         return f"memory: {memory} per process and {memory} per sandbox (a cgroup)"
     return (
         f"memory: {memory} of address space per process only, none per sandbox as a "
-        f"whole ({why}): a submission's processes together may hold more"
+        f"whole (a submission's processes together may hold more): {why}"
     )
 
 
