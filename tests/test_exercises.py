@@ -371,12 +371,73 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
     ],
     "09_what_the_paper_measured.ipynb": [
         ("ch09-ex1", [("h[0, -1].sum().backward()", "h[0, 1].sum().backward()")]),  # a position next to the first
-        ("ch09-ex2", [('8 * TFLOPS["P100"]', 'TFLOPS["P100"]')]),  # one GPU
+        (
+            "ch09-ex1",
+            [("restricted_layers = next(L for L in range(1, 21) if restricted_reaches(L))", "restricted_layers = 5")],
+            "the distance is divided by r",
+        ),  # ceil(n / r), Table 1's O(n/r) read without its constant
+        (
+            "ch09-ex1",
+            [("restricted_layers = next(L for L in range(1, 21) if restricted_reaches(L))", "restricted_layers = 8")],
+            "2(n - 1)/r: a layer reaches floor(r/2) = (r - 1)/2 positions a side",
+        ),
+        (
+            "ch09-ex1",
+            [
+                (
+                    "restricted_layers = next(L for L in range(1, 21) if restricted_reaches(L))",
+                    "restricted_layers = next(L for L in range(21) if restricted_reaches(L + 1))",
+                )
+            ],
+            "if you measured it: look for the smallest stack",
+        ),  # counted from 0: one too few, told so without being told it used 2n/r
+        ("ch09-ex2", [('8 * TFLOPS["P100"]', 'TFLOPS["P100"]')], "one GPU counted instead of 8"),
         (
             "ch09-ex2",
             [('TFLOPS["P100"] * 1e12\n    for steps', 'TFLOPS["K80"] * 1e12\n    for steps')],
-        ),  # another GPU's rate
-        ("ch09-ex3", [("[pre_tokenized(sub_refs)]", "[sub_refs]")]),  # the references left untokenized
+            "another GPU's rate is used",
+        ),
+        (
+            "ch09-ex2",
+            [('TFLOPS["P100"] * 1e12\n    for steps', 'TFLOPS["M40"] * 1e12\n    for steps')],
+            "another GPU's rate is used",
+        ),
+        (
+            "ch09-ex2",
+            [("[(100_000, 0.4), (300_000, 1.0)]", "[(300_000, 1.0), (100_000, 0.4)]")],
+            "the pair is in the order (big, base)",
+        ),
+        (
+            "ch09-ex2",
+            [('steps * seconds * 8 * TFLOPS["P100"] * 1e12', 'steps * seconds * 8 * TFLOPS["P100"]')],
+            "9.5 TFLOPS is taken as 9.5 FLOP/s",
+        ),
+        (
+            "ch09-ex2",
+            [("[(100_000, 0.4), (300_000, 1.0)]", "[(1, 12 * 3600), (1, 3.5 * 86_400)]")],
+            "the quoted training times (12 hours, 3.5 days) are used",
+        ),
+        (
+            "ch09-ex3",
+            [("[pre_tokenized(sub_refs)]", "[sub_refs]")],
+            "only the outputs are pre-tokenized",
+        ),  # the references left untokenized
+        ("ch09-ex3", [("pre_tokenized(sub_hyps)", "sub_hyps")], "only the references are pre-tokenized"),
+        ("ch09-ex3", [(', tokenize="none", force=True\n', ", force=True\n")], "a second time"),
+        (
+            "ch09-ex3",
+            [("compound_gain = (", "compound_gain = -(")],
+            "the difference is taken the other way round",
+        ),
+        (
+            "ch09-ex3",
+            [
+                ("[hyps[i] for i in with_compound]", "hyps"),
+                ("[references[i] for i in with_compound]", "references"),
+            ],
+            "the whole test set is scored",
+        ),
+        ("ch09-ex3", [("- sacrebleu.corpus_bleu(sub_hyps, [sub_refs]).score", "")], "the tokenized score itself"),
     ],
     "10_after_the_paper.ipynb": [
         ("ch10-ex1", [("2 ** (-8 / n_heads * (head + 1))", "2 ** (-8 / n_heads * head)")]),  # heads from 1
