@@ -222,12 +222,114 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ),
     ],
     "05_encoder.ipynb": [
-        ("ch05-ex1", [(" + 2 * 2 * dm", "")]),  # the LayerNorms forgotten
-        ("ch05-ex1", [("4 * (dm * dm + dm) + (2 * dm * dff + dff + dm)", "4 * dm * dm + 2 * dm * dff")]),  # no biases
-        ("ch05-ex2", [("permuted_out = enc(xs[:, perm])", "permuted_out = enc(xs)")]),  # the input not permuted
-        ("ch05-ex3", [("norm_first=True", "norm_first=False")]),  # post-norm ends in a LayerNorm anyway
-        ("ch05-ex3", [("final_norm=final_norm", "final_norm=True")]),  # both with the final norm
-        ("ch05-ex4", [("layer.load_state_dict(shared.state_dict())", "pass")]),  # weights not copied
+        ("ch05-ex1", [(" + 2 * 2 * dm", "")], "or the two LayerNorms (a gain and a bias each) are left out (the count"),
+        ("ch05-ex1", [("4 * (dm * dm + dm)", "4 * dm * dm")], "the biases of W_Q, W_K, W_V and W_O are left out, or"),
+        (
+            "ch05-ex1",
+            [("(2 * dm * dff + dff + dm)", "(2 * dm * dff + dm)")],
+            "or the feed-forward bias b_1 is left out",
+        ),
+        (
+            "ch05-ex1",
+            [("(2 * dm * dff + dff + dm)", "(2 * dm * dff)")],
+            "the feed-forward biases b_1 and b_2 are left out",
+        ),
+        ("ch05-ex1", [("(2 * dm * dff + dff + dm)", "(2 * dm * dff + dff)")], "the feed-forward bias b_2 is left out"),
+        (
+            "ch05-ex1",
+            [("4 * (dm * dm + dm) + (2 * dm * dff + dff + dm)", "4 * dm * dm + 2 * dm * dff")],
+            "the biases (of W_Q, W_K, W_V, W_O and of the feed-forward network) are left out. (",
+        ),
+        (
+            "ch05-ex1",
+            [("4 * (dm * dm + dm) + (2 * dm * dff + dff + dm) + 2 * 2 * dm", "4 * dm * dm + 2 * dm * dff")],
+            "network) are left out and the two LayerNorms (a gain and a bias each) are left out",
+        ),  # weights only
+        ("ch05-ex1", [("+ 2 * 2 * dm", "+ 2 * dm")], "half of the LayerNorms' numbers are counted"),  # one per layer
+        ("ch05-ex1", [("4 * (dm * dm + dm)", "3 * (dm * dm + dm)")], "the output projection W_O is left out"),
+        (
+            "ch05-ex1",
+            [("formula = n_layers * per_layer", "formula = per_layer")],
+            "one layer is counted, not the stack",
+        ),
+        (
+            "ch05-ex1",
+            [("formula = n_layers * per_layer", "formula = n_layers * per_layer + 2 * dm")],
+            "a final LayerNorm is counted",
+        ),
+        ("ch05-ex1", [("formula = n_layers * per_layer", "formula = n_layers * per_layer + 6")], "Count weights and"),
+        (
+            "ch05-ex1",
+            [("formula = n_layers * per_layer", 'formula = float("nan")')],
+            "your value is NaN (not a number)",
+        ),
+        ("ch05-ex2", [("permuted_out = enc(xs[:, perm])", "permuted_out = enc(xs)")], "the input is not permuted"),
+        (
+            "ch05-ex2",
+            [("permuted_out = enc(xs[:, perm])", "permuted_out = enc(xs[:, perm])[:, perm.argsort()]")],
+            "(or the output is permuted back)",
+        ),
+        (
+            "ch05-ex2",
+            [("permuted_out = enc(xs[:, perm])", "permuted_out = enc(xs[:, perm])\nperm = torch.randperm(8)")],
+            "another order than perm's",
+        ),  # perm drawn again after the output was computed
+        (
+            "ch05-ex2",
+            [("ah.Encoder(2, 32, 4, 64, dropout=0.0).double().eval()", "ah.Encoder(2, 32, 4, 64).double()")],
+            "training mode with dropout",
+        ),
+        (
+            "ch05-ex2",
+            [
+                (
+                    "ah.Encoder(2, 32, 4, 64, dropout=0.0).double().eval()",
+                    "ah.Encoder(2, 32, 4, 64, dropout=0.0).eval()",
+                ),
+                ("xs = torch.randn(2, 8, 32, dtype=torch.float64)", "xs = torch.randn(2, 8, 32)"),
+            ],
+            "the encoder runs in torch.float32",
+        ),
+        ("ch05-ex2", [("permuted_out = enc(xs[:, perm])", "permuted_out = 2 * enc(xs[:, perm])")], "in float64 with"),
+        ("ch05-ex3", [("norm_first=True", "norm_first=False")], "both stacks end in a LayerNorm"),  # post-norm
+        ("ch05-ex3", [("final_norm=final_norm", "final_norm=True")], "both stacks end in a LayerNorm"),
+        (
+            "ch05-ex3",
+            [
+                (
+                    "rms_without, rms_with = out_rms[False], out_rms[True]",
+                    "rms_without, rms_with = out_rms[True], out_rms[False]",
+                )
+            ],
+            "the two are swapped",
+        ),
+        (
+            "ch05-ex3",
+            [("out_rms[final_norm] = rms(enc(xs))", "out_rms[final_norm] = enc(xs).abs().mean().item()")],
+            "the mean of the absolute values is taken",
+        ),
+        (
+            "ch05-ex3",
+            [("out_rms[final_norm] = rms(enc(xs))", "out_rms[final_norm] = enc(xs).pow(2).mean().item()")],
+            "the square root of the mean of squares is not taken",
+        ),  # passed before: 23 against 1
+        ("ch05-ex3", [("enc = xavier_(", "enc = (")], "Xavier-initialised"),  # PyTorch's init: 1.8 against 1.0
+        (
+            "ch05-ex3",
+            [
+                (
+                    "rms_without, rms_with = out_rms[False], out_rms[True]",
+                    'rms_without, rms_with = float("nan"), out_rms[True]',
+                )
+            ],
+            "neither is NaN (not a number)",
+        ),
+        ("ch05-ex4", [("layer.load_state_dict(shared.state_dict())", "pass")], "or dropout is still on"),  # not copied
+        (
+            "ch05-ex4",
+            [("EncoderLayer(32, 4, 64, dropout=0.0).eval()", "EncoderLayer(32, 4, 64)")],
+            "or dropout is still on",
+        ),
         (
             "ch05-ex4",
             [
@@ -236,8 +338,42 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
                     "ah.count_parameters(stack), ah.count_parameters(shared)",
                 )
             ],
-        ),  # swapped
-        ("ch05-ex1", [("+ 2 * 2 * dm", "+ 2 * dm")]),  # one LayerNorm per layer
+            "the two counts are swapped",
+        ),
+        (
+            "ch05-ex4",
+            [
+                (
+                    "n_shared, n_stack = ah.count_parameters(shared)",
+                    "n_shared, n_stack = 6 * ah.count_parameters(shared)",
+                )
+            ],
+            "the shared layer is counted once per use",
+        ),
+        (
+            "ch05-ex4",
+            [("ah.count_parameters(stack)", "ah.count_parameters(nn.ModuleList([shared] * 6))")],
+            "holds one layer object six times",
+        ),
+        (
+            "ch05-ex4",
+            [
+                ("EncoderLayer(32, 4, 64", "EncoderLayer(64, 4, 64"),
+                ("ah.Encoder(6, 32, 4, 64", "ah.Encoder(6, 64, 4, 64"),
+                ("xs = torch.randn(2, 5, 32)", "xs = torch.randn(2, 5, 64)"),
+            ],
+            "other sizes than the exercise's",
+        ),
+        (
+            "ch05-ex4",
+            [
+                (
+                    "same_output = torch.allclose(shared_encoder(xs), stack(xs), rtol=1e-5, atol=1e-6)",
+                    "same_output = shared_encoder(xs) == stack(xs)",
+                )
+            ],
+            "using your answer fails with RuntimeError",
+        ),  # a tensor of booleans, not one
     ],
     "06_decoder.ipynb": [
         ("ch06-ex1", [("ours = float_mask == 0", "ours = float_mask.bool()")], "the mask is inverted: True where PyTorch blocks"),  # nonzero read as allowed
