@@ -261,6 +261,16 @@ def test_walkthrough_is_the_chapter_2_look_up():
     assert "query = strength * keys[2]" in source_of("02_scaled_dot_product_attention.ipynb")
 
 
+def test_reversal_is_the_chapter_1_example():
+    """ch01_reversal draws the source and target chapter 1 prints for its task."""
+    src, tgt = diagrams.ch01.reversal_example()
+    assert tgt == src[::-1]
+    assert f"source: {src} \ntarget: {tgt}" in outputs_of("01_history_of_attention.ipynb")
+    source = source_of("01_history_of_attention.ipynb")
+    assert "make_batch(2, 6, torch.Generator().manual_seed(0))" in source
+    assert "VOCAB = 21" in source
+
+
 def test_path_lengths_follow_the_chapter_9_formulas():
     ch09 = diagrams.ch09
     n, k = ch09.N_POS, ch09.KERNEL
