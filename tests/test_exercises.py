@@ -184,8 +184,36 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ),
     ],
     "04_positional_encoding.ipynb": [
-        ("ch04-ex1", [("shift_matrix(-5, 64), shift_matrix(5, 64)", "shift_matrix(5, 64), shift_matrix(5, 64)")]),
-        ("ch04-ex1", [("back_shifted = pe64[5:] @ M_back.T", "back_shifted = pe64[5:] @ M_back")]),  # no transpose
+        (
+            "ch04-ex1",
+            [("shift_matrix(-5, 64), shift_matrix(5, 64)", "shift_matrix(5, 64), shift_matrix(5, 64)")],
+            "M_back steps forward: back_shifted holds PE_{pos+5}",
+        ),
+        (
+            "ch04-ex1",
+            [("back_shifted = pe64[5:] @ M_back.T", "back_shifted = pe64[5:] @ M_back")],
+            "a row vector times a matrix applies its transpose",
+        ),  # no transpose: a step forward, the round trip still the identity
+        (
+            "ch04-ex1",
+            [("back_shifted = pe64[5:] @ M_back.T", "back_shifted = pe64[:-5] @ M_back.T")],
+            "the table's first rows are mapped, PE_0 to PE_294",
+        ),
+        (
+            "ch04-ex1",
+            [("back_shifted = pe64[5:] @ M_back.T", "back_shifted = pe64 @ M_back.T")],
+            "expected shape (295, 64), got shape (300, 64)",
+        ),
+        (
+            "ch04-ex1",
+            [("round_trip = M_back @ M_fwd", "round_trip = M_back.T @ M_fwd")],
+            "round_trip steps 10 positions forward instead of none",
+        ),
+        (
+            "ch04-ex1",
+            [("round_trip = M_back @ M_fwd", "round_trip = M_back * M_fwd")],
+            "Row pos of PE maps to the row vector",
+        ),  # entry by entry: no slip named, the hint
         (
             "ch04-ex2",
             [
@@ -195,9 +223,35 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
                     "W_q = W_k = torch.randn(64, 64, dtype=torch.float64)",
                 )
             ],
+            "W_q and W_k are the same matrix",
         ),  # fmt: skip
-        ("ch04-ex3", [("X, Y = tab[:-1], tab[1:]", "X, Y = tab[:-1], tab[:-1]")]),  # fits the identity
-        ("ch04-ex4", [("math.log(10000.0) / (half - 1)", "math.log(10000.0) / half")]),  # the paper's spacing
+        (
+            "ch04-ex2",
+            [("    not asymmetric,\n", "    asymmetric,\n")],
+            "Look along the diagonal of the score matrix",
+        ),  # the answer inverted: the hint
+        (
+            "ch04-ex2",
+            [("[[c, -s], [s, c]], dtype=torch.float64", "[[c, -s], [s, 2 * c]], dtype=torch.float64")],
+            "W's 2 x 2 blocks are not scaled rotations",
+        ),
+        (
+            "ch04-ex2",
+            [("W = torch.block_diag(*blocks)", "W = torch.randn(64, 64, dtype=torch.float64)")],
+            "W is not block-diagonal",
+        ),
+        ("ch04-ex3", [("X, Y = tab[:-1], tab[1:]", "X, Y = tab[:-1], tab[:-1]")], "to the next one"),  # the identity
+        (
+            "ch04-ex3",
+            [
+                (
+                    "tab = ah.sinusoidal_encoding(501, d_odd_or_even, dtype=torch.float64)",
+                    "tab = ah.sinusoidal_encoding(501, d_odd_or_even)",
+                )
+            ],
+            "the table is float32",
+        ),
+        ("ch04-ex4", [("math.log(10000.0) / (half - 1)", "math.log(10000.0) / half")], "the paper's spacing is used"),
         (
             "ch04-ex4",
             [
@@ -206,8 +260,38 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
                     "omega_t2t = torch.linspace(1.0, 1e-4, half, dtype=torch.float64)",
                 )
             ],
+            "the frequencies are evenly spaced",
         ),  # linear frequencies, from 1 to 1/10000: the weak check of issue #25 accepted them
-        ("ch04-ex4", [("shared_columns = len(paper_cols & t2t_cols)", "shared_columns = len(t2t_cols)")]),
+        (
+            "ch04-ex4",
+            [
+                (
+                    "omega_t2t = torch.exp(-increment * torch.arange(half, dtype=torch.float64))",
+                    "omega_t2t = torch.exp(increment * torch.arange(half, dtype=torch.float64))",
+                )
+            ],
+            "those are Tensor2Tensor's timescales",
+        ),
+        (
+            "ch04-ex4",
+            [
+                (
+                    "omega_t2t = torch.exp(-increment * torch.arange(half, dtype=torch.float64))",
+                    "omega_t2t = torch.exp(-increment * torch.arange(half))",
+                )
+            ],
+            "omega_t2t is torch.float32",
+        ),  # geometric to float32's rounding: not told it is not geometric
+        (
+            "ch04-ex4",
+            [("shared_columns = len(paper_cols & t2t_cols)", "shared_columns = len(t2t_cols)")],
+            "Compare the sets of columns",
+        ),
+        (
+            "ch04-ex4",
+            [("shared_columns = len(paper_cols & t2t_cols)", "shared_columns = len(paper_cols & t2t_cols) // 2")],
+            "Compare the sets of columns",
+        ),  # the shared frequencies, not columns
     ],
     "01_history_of_attention.ipynb": [
         ("ch01-ex1", [("torch.zeros(n_align)", "torch.ones(n_align)")]),  # not v_a = 0
