@@ -271,6 +271,18 @@ def test_reversal_is_the_chapter_1_example():
     assert "VOCAB = 21" in source
 
 
+def test_masked_row_and_speed_sizes_are_chapter_2_s():
+    """ch02_fully_masked_row draws chapter 2's mask; ch02_dot_vs_additive its sizes."""
+    ch02 = diagrams.ch02
+    source = source_of("02_scaled_dot_product_attention.ipynb")
+    rows = ", ".join("[" + ", ".join(str(m) for m in row) + "]" for row in ch02.MASKED_ROW)
+    assert f"mask = torch.tensor([{rows}])" in source
+    t, d = ch02.SPEED_T, ch02.SPEED_D
+    printed = outputs_of("02_scaled_dot_product_attention.ipynb")
+    assert f"T = {t}, d = d_a = {d}:" in printed
+    assert f"largest intermediate: dot {t * t:,} numbers, additive {t * t * d:,} numbers" in printed
+
+
 def test_path_lengths_follow_the_chapter_9_formulas():
     ch09 = diagrams.ch09
     n, k = ch09.N_POS, ch09.KERNEL

@@ -25,6 +25,7 @@ from .draw import (
     grid,
     legend,
     matrix,
+    note,
     small,
     text,
 )
@@ -143,3 +144,102 @@ def ch02_walkthrough():
 
 
 FIGURES.append(ch02_walkthrough)
+
+
+# the sizes chapter 2 counts the two scores at: T queries and keys, d = d_a
+SPEED_T, SPEED_D = 512, 64
+
+
+def _block(ax, x0, y0, rows, cols, depth, c, fc):
+    """A rows x cols x depth tensor: ``depth`` slices, each drawn behind the last."""
+    step = 0.09
+    for k in reversed(range(depth)):
+        corner = (x0 + k * step, y0 + k * step)
+        ax.add_patch(Rectangle(corner, cols * c, rows * c, fc=fc, ec="#444444", lw=0.8))
+    return x0 + cols * c + (depth - 1) * step, y0 + rows * c + (depth - 1) * step
+
+
+def ch02_dot_vs_additive():
+    """The scores of T_q queries against T_k keys: one matrix product, or a
+    T_q x T_k x d_a tensor written, put through tanh and read back."""
+    fig, ax = canvas(5.9, 5.3, "Scores two ways: what each writes to memory")
+    c, tq, tk, d = 0.2, 4, 5, 3
+    # dot product: Q times K transposed, straight to the scores
+    y1 = 3.35
+    small(ax, 0.1, 4.75, "dot product: one matrix multiplication", ha="left")
+    x, _ = matrix(ax, 0.3, y1, tq, d, c, ATTN, "Q", r"$T_q \times d$")
+    text(ax, x + 0.18, y1 + tq * c / 2, "·", size=22)
+    x, _ = matrix(ax, x + 0.36, y1 + (tq - d) * c, d, tk, c, ATTN, r"$K^\top$")
+    small(ax, x - tk * c / 2, y1 - 0.07, r"$d \times T_k$", va="top")
+    text(ax, x + 0.22, y1 + tq * c / 2, "=", size=18)
+    x, _ = matrix(ax, x + 0.45, y1, tq, tk, c, NORM, "scores", r"$T_q \times T_k$")
+    dot = SPEED_T * SPEED_T
+    note(ax, x + 0.15, y1 + tq * c / 2, f"{dot:,} numbers\nat T = {SPEED_T}", ha="left")
+    # additive: W q_i + U k_j for every pair, tanh, then the product with v
+    y2 = 1.15
+    small(ax, 0.1, 2.75, r"additive: $v^\top \tanh(W q_i + U k_j)$", ha="left")
+    x, top = _block(ax, 0.3, y2, tq, tk, 4, c, STATE)
+    small(ax, (0.3 + x) / 2, y2 - 0.07, r"$T_q \times T_k \times d_a$", va="top")
+    small(ax, (0.3 + x) / 2, top + 0.12, r"$W q_i + U k_j$")
+    arrow(ax, (x + 0.1, y2 + 0.5), (x + 0.6, y2 + 0.5))
+    small(ax, x + 0.35, y2 + 0.75, "tanh")
+    x2, _ = _block(ax, x + 0.7, y2, tq, tk, 4, c, STATE)
+    arrow(ax, (x2 + 0.1, y2 + 0.5), (x2 + 0.6, y2 + 0.5))
+    small(ax, x2 + 0.35, y2 + 0.75, "· v")
+    matrix(ax, x2 + 0.7, y2, tq, tk, c, NORM, "scores", r"$T_q \times T_k$")
+    big = SPEED_T * SPEED_T * SPEED_D
+    at = f"at T = {SPEED_T}, d_a = {SPEED_D}: {big:,} numbers"
+    note(ax, 0.1, 0.45, at + ",", ha="left")
+    note(ax, 0.1, 0.15, "written, put through tanh one by one, read back", ha="left")
+    return fig
+
+
+FIGURES.append(ch02_dot_vs_additive)
+
+
+# the mask of chapter 2's fully-masked-row cell: query 1 may attend to no key
+MASKED_ROW = [[True, True, False], [False, False, False], [True, False, False]]
+NAN_FILL = "#f4a6a6"
+
+
+def _weights_grid(ax, x0, y_top, cell, entries, fills, title):
+    for i, row in enumerate(entries):
+        for j, entry in enumerate(row):
+            corner = (x0 + j * cell, y_top - (i + 1) * cell)
+            ax.add_patch(Rectangle(corner, cell, cell, fc=fills[i][j], ec="white", lw=2))
+            small(ax, corner[0] + cell / 2, corner[1] + cell / 2, entry)
+    small(ax, x0 + 1.5 * cell, y_top + 0.12, title, va="bottom")
+
+
+def ch02_fully_masked_row():
+    """A query with every key blocked: NaN from a -inf fill, zeros from the package."""
+    fig, ax = canvas(5.9, 3.2, "A query with nothing to attend to")
+    cell, top = 0.45, 2.3
+    mask = MASKED_ROW
+    shown = [["T" if m else "F" for m in row] for row in mask]
+    blue = [[ALLOWED if m else BLOCKED for m in row] for row in mask]
+    _weights_grid(ax, 0.85, top, cell, shown, blue, "mask")
+    for i in range(3):
+        small(ax, 0.75, top - (i + 0.5) * cell, f"query {i}", ha="right")
+    light = [[STATE if m else GREY_CELL for m in row] for row in mask]
+
+    def weights(row_1, fill):
+        entries = [["w" if m else "0" for m in row] for row in mask]
+        entries[2] = ["1" if m else "0" for m in mask[2]]
+        entries[1] = [row_1] * 3
+        fills = [list(r) for r in light]
+        fills[1] = [fill] * 3
+        return entries, fills
+
+    naive, naive_fill = weights("NaN", NAN_FILL)
+    _weights_grid(ax, 2.55, top, cell, naive, naive_fill, "−inf, softmax")
+    package, package_fill = weights("0", GREY_CELL)
+    _weights_grid(ax, 4.3, top, cell, package, package_fill, "the package")
+    note(ax, 3.22, 0.55, "row 1: 0 / 0 = NaN")
+    note(ax, 4.97, 0.55, "row 1 set to 0")
+    note(ax, 0.1, 0.15, "T = may attend, F = blocked; w: a weight between 0 and 1", ha="left")
+    return fig
+
+
+GREY_CELL = "#eeeeee"
+FIGURES.append(ch02_fully_masked_row)
