@@ -975,13 +975,17 @@ def fit_residual_slips(residuals: Any) -> list[str]:
 def t2t_frequency_slips(omega: Any, d_model: int) -> list[str]:
     """Exercise 4.4: what Tensor2Tensor-like ``omega`` does instead of falling
     geometrically from 1 to exactly 1/10000: the paper's ratio 10000^(-2/d_model)
-    (its last frequency 10000^(-(d_model-2)/d_model)), a rise to 10000 (the
-    timescales, 1/frequency), even spacing, or float32 rounding."""
+    (its last frequency 10000^(-(d_model-2)/d_model)), an exponent over the column
+    index 2i (its last frequency 1e-8), a rise to 10000 (the timescales,
+    1/frequency), even spacing, float32 rounding, or NaN."""
     half = d_model // 2
     if not isinstance(omega, torch.Tensor) or omega.shape != (half,):
         return []
     w = omega.detach().to(torch.float64)
-    if not bool(torch.isfinite(w).all()) or bool((w <= 0).any()):
+    if not bool(torch.isfinite(w).all()):
+        nan = int(torch.isnan(w).sum())
+        return [f"{nan} of the {half} frequencies are NaN (not a number)"] * (nan > 0)
+    if bool((w <= 0).any()):
         return []
     ratios = w[1:] / w[:-1]
     geometric = _allclose(ratios, ratios[:1].expand(half - 1), 1e-5)
@@ -999,6 +1003,12 @@ def t2t_frequency_slips(omega: Any, d_model: int) -> list[str]:
             f"the ratio between neighbours is the paper's, 10000^(-2/{d_model}): the "
             f"last frequency is then {last:.3g}, not 1/10000 (the paper's spacing is "
             f"used, not Tensor2Tensor's)"
+        ]
+    if abs(last * 1e8 - 1) < 1e-5:
+        return [
+            "the last frequency is 1e-08, the square of 1/10000: the exponent runs "
+            "over the column index 0, 2, 4, ... (that is 2i) where Tensor2Tensor's "
+            "runs over the pair index i"
         ]
     if abs(last / 10000.0 - 1) < 1e-5:
         return [

@@ -284,6 +284,21 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ),  # geometric to float32's rounding: not told it is not geometric
         (
             "ch04-ex4",
+            [
+                (
+                    "omega_t2t = torch.exp(-increment * torch.arange(half, dtype=torch.float64))",
+                    "omega_t2t = torch.exp(-increment * torch.arange(0, d, 2, dtype=torch.float64))",
+                )
+            ],
+            "the exponent runs over the column index 0, 2, 4, ... (that is 2i)",
+        ),  # the chapter's own box: 2i where i is meant
+        (
+            "ch04-ex4",
+            [("math.log(10000.0) / (half - 1)", "math.log(10000.0) / (half - 1) * math.nan")],
+            "64 of the 64 frequencies are NaN (not a number)",
+        ),
+        (
+            "ch04-ex4",
             [("shared_columns = len(paper_cols & t2t_cols)", "shared_columns = len(t2t_cols)")],
             "Compare the sets of columns",
         ),
