@@ -276,6 +276,7 @@ def test_make_grade_says_memory_is_limited_per_process_only(graded):
     line = next(t for t in done.stderr.splitlines() if t.startswith("memory:"))
     assert line.startswith("memory: 4G of address space per process only"), line
     assert "cgroups are not writable here" in line, line
+    assert f"  {line}\n" in done.stdout, done.stdout[-2000:]  # and in the report at the end
 
 
 def _delegated(name: str) -> list[Path]:

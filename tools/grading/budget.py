@@ -2,7 +2,7 @@
 
 The cell and notebook limits bound one cell and one notebook; an assignment of several
 notebooks could still take the sum of their limits for each student. In one run of
-nbgrader's autograde, ``Budget`` adds up the seconds each student's sandboxes ran (from
+nbgrader's autograde, this module adds up the seconds each student's sandboxes ran (from
 starting the sandbox to its end: the kernel's start counts) and gives each notebook at
 most what is left (``limit``). A submission that spends it is stopped where it is; the
 cells not reached score 0, as past any time limit, because the submission's own code

@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    scope = ""
     if args.unsandboxed:
         print(UNSANDBOXED, file=sys.stderr)
     else:
@@ -200,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         if short:
             print(short, file=sys.stderr)
             return 2
-        print(memory_scope(args.memory), file=sys.stderr)
+        scope = memory_scope(args.memory)  # a cgroup per sandbox, or per process only
+        print(scope, file=sys.stderr)
     try:
         due, late = read_deadlines(args.deadlines, args.assignment)
         decisions = read_decisions(args.decisions)
@@ -287,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         failure = f"{stage} failed: {type(err).__name__}: {err}"
         raise
     finally:
-        failed = report(course, args.assignment, stale, due, failure)
+        failed = report(course, args.assignment, stale, due, failure, scope)
     if failure:
         return 3
     wrote = f"grades: {course / 'grades.csv'}"
@@ -305,14 +307,18 @@ def report(
     graded: list[str],
     due,
     failure: str = "",
+    scope: str = "",
 ) -> list[str]:
-    """Print what grading did to each submission, and ``failure``, the stage that
-    stopped grading (if one did); return the students not graded."""
+    """Print what grading did to each submission, what bounded a sandbox's memory
+    (``scope``), and ``failure``, the stage that stopped grading (if one did); return
+    the students not graded."""
     folder = course / NOTES / assignment
     failed = []
     lines = [f"{assignment}: {len(graded)} submission(s) graded (new or changed)"]
     if due is not None:
         lines[0] += f", due {due:%Y-%m-%d %H:%M} UTC"
+    if scope:
+        lines.append(f"  {scope}")
     roster = read_roster(course)
     for path in sorted(folder.glob("*.txt")):
         texts = path.read_text(encoding="utf-8").splitlines()
