@@ -251,8 +251,10 @@ def markdown_blocks(source: str) -> list[Block]:
 def _prose_blocks(text: str) -> list[Block]:
     blocks: list[Block] = []
     text = clean(text)
-    # headings are blocks of their own even without a blank line around them
-    text = re.sub(r"(?m)^(#{1,6}\s.+)$", r"\n\1\n", text)
+    # headings are blocks of their own even without a blank line around them (a line
+    # of a fenced code block that starts with "#" is a shell comment, not a heading)
+    parts = re.split(r"(?ms)(^```.*?^```[ \t]*$)", text)
+    text = "".join(p if p.startswith("```") else re.sub(r"(?m)^(#{1,6}\s.+)$", r"\n\1\n", p) for p in parts)
     for para in re.split(r"\n\s*\n", text):
         para = para.strip("\n")
         if not para.strip():
