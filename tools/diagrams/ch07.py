@@ -143,4 +143,39 @@ def ch07_label_smoothing():
     return fig
 
 
-FIGURES = [ch07_model_data_flow, ch07_teacher_forcing, ch07_label_smoothing]
+def ch07_recipe():
+    """The full-size recipe of section 10: which data split decides each step."""
+    fig, ax = canvas(6.0, 6.3, "The full-size recipe: which split decides what")
+    cx, w = 2.05, 3.5
+    steps = [
+        (5.35, "train (preset multi30k)", FFN),
+        (4.35, "a checkpoint per epoch", GREY),
+        (3.35, "average the last 5", GREY),
+        (2.35, "choose α: BLEU with\nα = 0.6, 1.0, 1.4", NORM),
+        (1.35, "BLEU with the α chosen,\nonce", EMBED),
+    ]
+    for i, (y, label, colour) in enumerate(steps):
+        box(ax, cx, y, w, 0.66, label, fc=colour, size=SMALL)
+        if i:
+            arrow(ax, (cx, steps[i - 1][0] - 0.33), (cx, y + 0.33))
+    splits = [
+        (5.35, "train split", FFN),
+        (2.35, "validation split", NORM),
+        (1.35, "test split", EMBED),
+    ]
+    sx = 5.0
+    for y, label, colour in splits:
+        box(ax, sx, y, 1.7, 0.5, label, fc=colour, size=SMALL)
+        arrow(ax, (sx - 0.85, y), (cx + w / 2, y))
+    note(ax, sx, 4.35, "the test split\nis not used\nuntil the end")
+    arrow(ax, (cx, 1.02), (cx, 0.72))
+    small(ax, cx, 0.5, "the results page")
+    return fig
+
+
+FIGURES = [
+    ch07_model_data_flow,
+    ch07_teacher_forcing,
+    ch07_label_smoothing,
+    ch07_recipe,
+]
