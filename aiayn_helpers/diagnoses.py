@@ -834,8 +834,16 @@ def sharpness_slips(
             weights.max(dim=1).values.mean().item(),
             weights.topk(2, dim=1).values.sum(dim=1).mean().item(),
         )
+        rows = (
+            weights.max(dim=-1).values.mean().item(),
+            weights.topk(2, dim=-1).values.sum(dim=-1).mean().item(),
+        )
+        # named only when the columns' value is not also the rows' (a weight matrix
+        # whose row maxima are also its column maxima gives both the same mean)
         axis = any(
-            math.isclose(a, b, rel_tol=1e-5) for a, b in zip((peak, two), columns)
+            math.isclose(got, col, rel_tol=1e-5)
+            and not math.isclose(got, row, rel_tol=1e-5)
+            for got, col, row in zip((peak, two), columns, rows)
         )
         if axis:
             found.append(
