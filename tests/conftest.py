@@ -55,7 +55,18 @@ def deadlines_file():
 
 # Test files that execute notebooks, run nbgrader or start subprocesses that train: `make
 # test-quick` leaves them out (marker `slow`); `make test` runs everything.
-SLOW_FILES = {"test_grading.py", "test_memory_budget.py", "test_student.py", "test_exercises.py"}
+SLOW_FILES = {
+    "test_grading.py",
+    "test_grading_budget.py",
+    "test_grading_gradebook.py",
+    "test_grading_hostile.py",
+    "test_grading_moodle_term.py",
+    "test_grading_ordinary_user.py",
+    "test_grading_term.py",
+    "test_memory_budget.py",
+    "test_student.py",
+    "test_exercises.py",
+}
 SLOW_TESTS = {
     "test_tiny_trained_copy_model_decodes_exactly",  # trains a model for 15 s
     "test_export_tool_round_trip",  # two subprocesses

@@ -226,7 +226,7 @@ def graded(tmp_path_factory):
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
 
-    outputs = ("gradebook.db", "autograded", "feedback", "grades.csv", grade.NOTES)
+    outputs = ("gradebook.db", "autograded", "feedback", "grades.csv", "term-grades.csv", grade.NOTES)
     before = _digest(course, skip=outputs)
     args = [ASSIGNMENT, "--course", str(course), "--feedback", "--quiet"]
     args += [f"--cell-timeout={CELL_TIMEOUT}", "--memory=4G", "--processes=128"]
