@@ -293,6 +293,15 @@ def test_path_lengths_follow_the_chapter_9_formulas():
     assert "math.ceil(math.log(n) / math.log(k) - 1e-9)" in source
 
 
+def test_export_permutation_is_the_exports():
+    """ch08_export_permutation draws the column order aiayn_helpers.export writes."""
+    from aiayn_helpers.export import _perm
+
+    ch08 = diagrams.ch08
+    for d_model in (ch08.EXPORT_D, BASE.d_model):
+        assert ch08.export_order(d_model) == _perm(d_model).tolist()
+
+
 def test_chapter_10_diagrams_use_the_chapter_sizes():
     ch10 = diagrams.ch10
     printed = outputs_of("10_after_the_paper.ipynb")

@@ -1,4 +1,4 @@
-"""Chapter 8: beam search and the key/value cache."""
+"""Chapter 8: beam search, the key/value cache and the export's permutation."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from .draw import (
     FFN,
     GREY,
     INK,
+    NOTE,
     SMALL,
     STATE,
     arrow,
@@ -90,4 +91,45 @@ def ch08_kv_cache():
     return fig
 
 
-FIGURES = [ch08_beam_search, ch08_kv_cache]
+EXPORT_D = 8  # columns drawn: a d_model small enough to label every column
+
+
+def export_order(d_model: int = EXPORT_D) -> list[int]:
+    """Marian's column j holds the book's column order[j]: the sines, then the
+    cosines (aiayn_helpers.export's permutation; tests/test_diagrams.py checks it)."""
+    return list(range(0, d_model, 2)) + list(range(1, d_model, 2))
+
+
+def ch08_export_permutation():
+    d = EXPORT_D
+    order = export_order(d)
+    fig, ax = canvas(6.0, 3.9, f"Exporting to Marian: one permutation, d_model = {d}")
+    cell, x0 = 0.6, 0.75
+
+    def column(ax, j, y, book_col, number_above):
+        fc = ATTN if book_col % 2 == 0 else FFN
+        word = "sin" if book_col % 2 == 0 else "cos"
+        ax.add_patch(Rectangle((x0 + j * cell, y), cell, 0.42, fc=fc, ec=INK, lw=1.0))
+        small(ax, x0 + (j + 0.5) * cell, y + 0.21, f"{word} {book_col // 2}")
+        dy = 0.56 if number_above else -0.14
+        note(ax, x0 + (j + 0.5) * cell, y + dy, str(j))
+
+    top, bottom = 2.5, 1.15
+    small(ax, 0.1, top + 0.8, "the book: sine and cosine alternate (chapter 4)", ha="left")
+    small(ax, 0.1, bottom - 0.52, "Marian: all the sines, then all the cosines", ha="left")
+    for j in range(d):
+        column(ax, j, top, j, True)
+        column(ax, j, bottom, order[j], False)
+    for j, source in enumerate(order):
+        arrow(
+            ax,
+            (x0 + (source + 0.5) * cell, top - 0.03),
+            (x0 + (j + 0.5) * cell, bottom + 0.45),
+            color=NOTE,
+            lw=1.1,
+        )
+    note(ax, 0.1, 0.25, "the same for every weight on the residual stream", ha="left")
+    return fig
+
+
+FIGURES = [ch08_beam_search, ch08_kv_cache, ch08_export_permutation]
