@@ -380,7 +380,22 @@ _PRE_NORM_SLIPS = {
     "with the residual addition",
     "no_affine": "the LayerNorms' learned scale and shift (weight and bias) are left "
     "out",
+    "std_eps": "the LayerNorms divide by std + eps instead of sqrt(var + eps) (the "
+    "appendix's common mistake)",
 }
+
+
+class _StdPlusEps(torch.nn.Module):
+    """``norm`` computed as ``(x - mean) / (std + eps)``, the common mistake."""
+
+    def __init__(self, norm: torch.nn.LayerNorm) -> None:
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        centred = x - x.mean(-1, keepdim=True)
+        scaled = centred / (x.std(-1, unbiased=False, keepdim=True) + self.norm.eps)
+        return self.norm.weight * scaled + self.norm.bias
 
 
 def _pre_norm_layer(layer: Any, x: torch.Tensor, mask: Any, slip: str) -> torch.Tensor:
@@ -393,6 +408,8 @@ def _pre_norm_layer(layer: Any, x: torch.Tensor, mask: Any, slip: str) -> torch.
     n1, n2 = norms.get(slip, (layer.norm1, layer.norm2))
     if slip == "no_affine":  # standardised only: no weight, no bias
         n1 = n2 = torch.nn.LayerNorm(x.shape[-1], elementwise_affine=False).double()
+    if slip == "std_eps":
+        n1, n2 = _StdPlusEps(layer.norm1), _StdPlusEps(layer.norm2)
     mask = None if slip == "no_mask" else mask
 
     def attend(t):

@@ -766,15 +766,60 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
         ("ch09-ex3", [("- sacrebleu.corpus_bleu(sub_hyps, [sub_refs]).score", "")], "the tokenized score itself"),
     ],
     "10_after_the_paper.ipynb": [
-        ("ch10-ex1", [("2 ** (-8 / n_heads * (head + 1))", "2 ** (-8 / n_heads * head)")]),  # heads from 1
-        ("ch10-ex1", [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = slope * (10 - 4)")]),  # a bonus, not a penalty
+        (
+            "ch10-ex1",
+            [("2 ** (-8 / n_heads * (head + 1))", "2 ** (-8 / n_heads * head)")],
+            "the slope used is 2^-2, that of head 0 of 4 heads (heads count from 0), or that of head 1 of 8 heads",
+        ),  # heads counted from 1 (it was told 'head 1 given the first slope, ... or the slopes of 8 heads')
+        (
+            "ch10-ex1",
+            [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = slope * (10 - 4)")],
+            "the bias comes out positive",
+        ),  # a bonus, not a penalty
+        (
+            "ch10-ex1",
+            [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = -slope * (10 - 4 + 1)")],
+            "the distance is counted as 7, not as i - j",
+        ),  # off by one
+        (
+            "ch10-ex1",
+            [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = -slope * (4 - 10)")],
+            "the bias comes out positive",
+        ),  # the distance j - i: positive too, never told it added with a plus sign
+        (
+            "ch10-ex1",
+            [("2 ** (-8 / n_heads * (head + 1))", "2 ** (-8 * (head + 1))")],
+            "the exponent -8 (i + 1) is not divided by the number of heads",
+        ),
+        ("ch10-ex1", [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = -slope")], "the slope alone is given"),
         (
             "ch10-ex2",
             [
                 ("ell = np.exp(m_a - m) * l_a + np.exp(m_b - m) * l_b", "ell = l_a + l_b"),
                 ("o = np.exp(m_a - m) * o_a + np.exp(m_b - m) * o_b", "o = o_a + o_b"),
             ],
-        ),  # no rescaling to the common maximum
+            "the halves' ell and o are added as they are, not first rescaled to the common maximum m",
+        ),
+        (
+            "ch10-ex2",
+            [("merged = o / ell", "merged = o")],
+            "the merged o is not divided by the merged ell",
+        ),  # it was told to rescale, which it did
+        (
+            "ch10-ex2",
+            [("np.exp(m_a - m)", "np.exp(m - m_a)"), ("np.exp(m_b - m)", "np.exp(m - m_b)")],
+            "each half is multiplied by exp(m - m_half) instead of exp(m_half - m)",
+        ),
+        (
+            "ch10-ex2",
+            [("merged = o / ell", "merged = (o_a / l_a + o_b / l_b) / 2")],
+            "the halves' outputs o / ell are averaged with equal weights",
+        ),
+        (
+            "ch10-ex2",
+            [("ell = np.exp(m_a - m) * l_a + np.exp(m_b - m) * l_b", "ell = l_a + l_b")],
+            "the o are rescaled but the ell are not",
+        ),
         (
             "ch10-ex3",
             [
@@ -783,10 +828,34 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
                     '"mask": 0.8, "random": 0.1, "unchanged": 0.1',
                 )
             ],
+            "80/10/10 are taken as shares of all tokens, not of the chosen 15%",
         ),
-        ("ch10-ex3", [('"predicted": p}', '"predicted": p * 0.8}')]),  # only the [MASK]ed ones
-        ("ch10-ex1", [("bias_10_4 = -slope * (10 - 4)", "bias_10_4 = -slope * (10 - 4 + 1)")]),  # off by one
-        ("ch10-ex2", [("merged = o / ell", "merged = o")]),  # not normalised
+        (
+            "ch10-ex3",
+            [('"predicted": p}', '"predicted": p * 0.8}')],
+            "only the [MASK]ed tokens are counted as predicted",
+        ),
+        (
+            "ch10-ex3",
+            [('"predicted": p}', '"predicted": 1.0}')],
+            "the loss is computed on every token, not only on the chosen ones",
+        ),  # the second shortcut of the chapter's common-mistake box
+        (
+            "ch10-ex3",
+            [
+                (
+                    '"mask": p * 0.8, "random": p * 0.1, "unchanged": p * 0.1',
+                    '"mask": p, "random": 0.0, "unchanged": 0.0',
+                )
+            ],
+            "every chosen token becomes [MASK]",
+        ),  # the first shortcut of the box
+        ("ch10-ex3", [("p = 0.15\n", "p = 15\n")], "the fractions are given in percent"),
+        (
+            "ch10-ex3",
+            [('"unchanged": p * 0.1', '"unchanged": 1 - p + p * 0.1')],
+            "the tokens never chosen are counted as unchanged",
+        ),
     ],
     "A_forward_pass_numpy.ipynb": [
         (
@@ -860,6 +929,11 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
             "norm1 and norm2 are swapped",
         ),  # invisible while the LayerNorms' weights were 1 and biases 0
         ("chA-ex4", [("            src_mask,\n", "            None,\n")], "the padding mask is not passed"),
+        (
+            "chA-ex4",
+            [("layer_norm(", "layer_norm_wrong(")],
+            "the LayerNorms divide by std + eps instead of sqrt(var + eps)",
+        ),  # the appendix's own common mistake
         # last: it edits tgt in place, which later cells read
         ("chA-ex2", [("tgt_changed = tgt.copy()", "tgt_changed = tgt")], "tgt_changed is tgt itself"),
     ],
@@ -871,6 +945,17 @@ ALSO_RIGHT: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
     ],
     "06_decoder.ipynb": [  # the floor measured in float64 instead of computed from the formula
         ("ch06-ex3", [("room = math.log(V_big) - floor_big", "room = math.log(V_big) - measured")]),
+    ],
+    "10_after_the_paper.ipynb": [  # a random draw gives the token back 1 time in 1,001: counted as unchanged
+        (
+            "ch10-ex3",
+            [
+                (
+                    '"random": p * 0.1, "unchanged": p * 0.1',
+                    '"random": p * 0.1 * 1000 / 1001, "unchanged": p * 0.1 * 1002 / 1001',
+                )
+            ],
+        ),
     ],
 }
 # chapters whose exercises do not have check cells yet (each is a known gap, listed in the issue)
