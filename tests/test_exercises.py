@@ -752,8 +752,7 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
             [
                 (
                     "model.decoder.layers[0].cross_attn.project_kv(memory, memory)",
-                    "model.decoder.layers[0].cross_attn.w_k(memory), "
-                    "model.decoder.layers[0].cross_attn.w_v(memory)",
+                    "model.decoder.layers[0].cross_attn.w_k(memory), model.decoder.layers[0].cross_attn.w_v(memory)",
                 )
             ],
             "the keys are not split into heads",

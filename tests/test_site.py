@@ -15,12 +15,16 @@ import json
 import os
 import re
 import shutil
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import nbformat
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from measure_stretches import JS_STRETCHES  # noqa: E402  (tools/ is not a package)
 
 pytestmark = pytest.mark.site
 
@@ -169,6 +173,7 @@ def _visit(context, base: str, page_path: str) -> dict:
     page.evaluate(_JS_WAIT)
     report = page.evaluate(_JS_REPORT)
     report["layout"] = page.evaluate(_JS_LAYOUT)
+    report["layout"]["stretches"] = page.evaluate(JS_STRETCHES)
     report.update(status=response.status if response else None, console=console, page_errors=page_errors)
     report["failed"] = failed
     page.close()
@@ -501,6 +506,24 @@ def test_tables_and_code_blocks_fit_a_laptop(layouts, page_path):
     if ("laptop", page_path) not in layouts:
         pytest.skip(f"{page_path} is not in the built site")
     assert not layouts["laptop", page_path]["wide_blocks"]
+
+
+def test_no_long_stretch_without_a_figure(layouts):
+    """Issue #37: at 1280x900 no chapter runs more than about 8 screens without a figure (an
+    image, SVG or canvas of at least 200 x 120 px), from the page's top to its end;
+    tools/measure_stretches.py prints the same measurement for a page."""
+    chapters = [p for (v, p) in layouts if v == "laptop" and p in CHAPTERS]
+    if not chapters:
+        pytest.skip(f"no built site in {SITE}: run `make book`")
+    screen = LAYOUT_VIEWPORTS["laptop"][1]
+    long = {}
+    for p in chapters:
+        stretches = layouts["laptop", p]["stretches"]
+        assert len(stretches) >= 2, f"{p} shows no figure at all"
+        over = [f"{h / screen:.1f} screens after {head!r}" for h, _, head in stretches if h > 8 * screen]
+        if over:
+            long[p] = over
+    assert not long, f"stretches over 8 screens without a figure: {long}"
 
 
 def test_one_search_box(layouts):
