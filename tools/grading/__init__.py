@@ -8,11 +8,15 @@ folders   every student folder checked (a safe name, no links) before nbgrader s
 sandbox   the bubblewrap sandbox a submission's code runs in: running it, reporting;
 bwrap     its command line, environment and the checks that one can start;
 limits    its limits: a uid and a cgroup of its own, sizes
+budget    the total grading time of one student's submission
 verdict   each hidden test judged in the grader's process, from data the sandbox sends
+outputs   the outputs a sandbox sends back, merged into the grader's copy
 autograde nbgrader's autograde with the execution in the sandbox; feedback
+gradebook a new gradebook made without the venv's bin on PATH
 cli       ``make grade`` (tools/grade.py): the stages above for one assignment
 decisions due dates and the late policy (book/autograder/deadlines.toml);
           extensions and manual grades (book/autograder/decisions.toml)
-export    grades.csv, and grades and feedback in the platforms' import formats
-          (``make export``)
+feedback  the grade that goes back to the platform, at the top of each feedback page
+export    grades.csv and term-grades.csv, and grades and feedback in the platforms'
+          import formats (``make export``)
 """

@@ -1,6 +1,6 @@
-"""What the checks of chapter 10 and appendix A say about a wrong answer.
+"""Chapter 10 and appendix A: ALiBi, online softmax, BERT's masking, the NumPy model.
 
-As in :mod:`aiayn_helpers.diagnoses` (the other chapters' slips): each function is
+As everywhere in :mod:`aiayn_helpers.diagnoses`, each function is
 handed to :func:`aiayn_helpers.exercises.check` as ``diagnose=``, is called only when
 the answer is wrong, and returns the slips the answer shows, as phrases that complete
 "This is what you get when ...". A slip is named only when the answer has the property
@@ -17,16 +17,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
-__all__ = [
-    "alibi_bias_slips",
-    "causality_slips",
-    "greedy_slips",
-    "masking_fraction_slips",
-    "online_softmax_slips",
-    "state_dict_count_slips",
-    "pre_norm_slips",
-]
 
 
 def _close(a: float, b: float) -> bool:
