@@ -58,7 +58,10 @@ def documented_as() -> dict[str, str]:
 
 def paragraph(names: list[str]) -> str:
     targets = documented_as()
-    links = ", ".join(f"{{py:obj}}`ah.{n} <{targets.get(n, 'aiayn_helpers.' + n)}>`" for n in names)
+    # a Markdown link to the object's target, not a {py:obj} role: Sphinx (myst-parser)
+    # resolves it the same way, and JupyterLab's MyST renderer, which cannot, shows only
+    # its text (the role showed "ah.X <aiayn_helpers.X>" there)
+    links = ", ".join(f"[`ah.{n}`](#{targets.get(n, 'aiayn_helpers.' + n)})" for n in names)
     return (
         "### In the package\n\n"
         "The chapter's code uses these parts of `aiayn_helpers` (imported as `ah`); each "

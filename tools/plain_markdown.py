@@ -251,6 +251,8 @@ def _links(ctx: Context, text: str) -> str:
 
     def fix(m: re.Match) -> str:
         bang, label, target = m["bang"], m["label"], m["target"]
+        if target.startswith("#aiayn_helpers."):  # a package object: its API page entry
+            return f"[{label}]({ctx.site}book/api.html{target})"
         if re.match(r"^([a-z]+:|#)", target):
             return m.group(0)
         if bang:
