@@ -38,7 +38,7 @@ def model_count_slips(
         answer = int(answer)
     if not isinstance(answer, int) or isinstance(answer, bool):
         return []
-    from .model import Transformer
+    from ..model import Transformer
 
     models = [m for m in namespace.values() if isinstance(m, Transformer)]
     for model in models:
