@@ -383,7 +383,9 @@ def _diagnosed(diagnose: Callable[[], Any] | None) -> str:
         return ""
     try:
         found = diagnose()
-    except Exception:  # a diagnosis that cannot run names nothing
+    except Exception:  # a diagnosis that cannot run (a student's odd objects) names
+        # nothing; tests/test_diagnoses.py calls every diagnosis directly, so that a
+        # bug of ours in one (an import pointing nowhere) fails there, not hides here
         return ""
     if not found:
         return ""
