@@ -997,6 +997,11 @@ WRONG: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
             [("layer_norm(", "layer_norm_wrong(")],
             "the LayerNorms divide by std + eps instead of sqrt(var + eps)",
         ),  # the appendix's own common mistake
+        (
+            "chA-ex4",
+            [("layer_norm(", "(lambda x, p, name: x_hat(x))(")],
+            "the LayerNorms' learned scale and shift (weight and bias) are left out",
+        ),  # the body's x_hat: a layer norm without gamma and beta
         # last: it edits tgt in place, which later cells read
         ("chA-ex2", [("tgt_changed = tgt.copy()", "tgt_changed = tgt")], "tgt_changed is tgt itself"),
     ],
