@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
-import make_student  # noqa: E402
+import grading_courses  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 from nbgrader.api import Gradebook  # noqa: E402
@@ -175,7 +175,7 @@ def _student(bug: str) -> str:
 def graded(tmp_path_factory):
     """Assignments 2-4 graded, the solution and every bug: {assignment: {student: nb}}."""
     course = tmp_path_factory.mktemp("assignments") / "course"
-    assert set(BUGS) <= set(make_student.build_course(course))
+    assert grading_courses.course_of(tmp_path_factory, course, BUGS) == sorted(BUGS)  # assignments 2-4
     results = {}
     for name, bugs in BUGS.items():
         released = nbformat.read(course / "release" / name / f"{name}.ipynb", as_version=4)

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import collect  # noqa: E402
 import grade  # noqa: E402
-import make_student  # noqa: E402
+import grading_courses  # noqa: E402
 from grading import roster  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
@@ -143,7 +143,7 @@ def term(tmp_path_factory, deadlines_file):
     """Two rounds of collecting and grading; returns the course, the scores, the output."""
     tmp = tmp_path_factory.mktemp("term")
     course = tmp / "course"
-    make_student.build_course(course)
+    assert grading_courses.course_of(tmp_path_factory, course, [A]) == [A]
     deadlines = deadlines_file(tmp, {A: DUE})
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     uploads = _round_one(released)

@@ -25,9 +25,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
-import make_student  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
+import grading_courses  # noqa: E402
 import test_assignments  # noqa: E402  (its helpers that fill a released notebook)
 from nbgrader.api import Gradebook  # noqa: E402
 
@@ -209,7 +209,7 @@ def graded(tmp_path_factory):
     listens on the grading machine, which the probe tries to reach.
     """
     course = tmp_path_factory.mktemp("grading") / "course"
-    assert ASSIGNMENT in make_student.build_course(course)
+    assert grading_courses.course_of(tmp_path_factory, course, [ASSIGNMENT]) == [ASSIGNMENT]
     release = course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     released = nbformat.read(release, as_version=4)
     submissions = _planted(released)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import collect  # noqa: E402
 import grade  # noqa: E402
-import make_student  # noqa: E402
+import grading_courses  # noqa: E402
 from grading import export, roster  # noqa: E402
 
 # generous: two terms of grading must pass on a busy 2-core machine (547 s at load 11)
@@ -105,24 +105,21 @@ LATE = DUE + dt.timedelta(days=2, hours=12)  # 3 started days late: 30% off
 
 @pytest.fixture(scope="module")
 def course_folder(tmp_path_factory):
-    """A course with assignment 3 only (make student's nbgrader folder)."""
+    """A folder for the term's files, and ``course(name)``: a course named ``name`` in it with assignment 3 only
+    (make student's nbgrader folder; generated once, copied for the Moodle, Canvas and release tests)."""
     tmp = tmp_path_factory.mktemp("term")
-    source = tmp / "source"
-    source.mkdir()
-    (source / A).symlink_to(SOURCE / A, target_is_directory=True)
-    return tmp, source
 
+    def course(name: str) -> Path:
+        assert grading_courses.course_of(tmp_path_factory, tmp / name, [A]) == [A]
+        return tmp / name
 
-def _course(tmp: Path, source: Path, name: str) -> Path:
-    course = tmp / name
-    make_student.build_course(course, source)
-    return course
+    return tmp, course
 
 
 @pytest.fixture(scope="module")
 def moodle_term(course_folder, deadlines_file):
-    tmp, source = course_folder
-    course = _course(tmp, source, "moodle")
+    tmp, make_course = course_folder
+    course = make_course("moodle")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     right, wrong = _fill(released), _fill(released, wrong=True)
     blank = nbformat.writes(released)
@@ -226,8 +223,8 @@ def test_the_moodle_exports_are_keyed_by_participant(moodle_term):
 
 @pytest.fixture(scope="module")
 def canvas_term(course_folder, deadlines_file):
-    tmp, source = course_folder
-    course = _course(tmp, source, "canvas")
+    tmp, make_course = course_folder
+    course = make_course("canvas")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     right, blank = _fill(released), nbformat.writes(released)
     entries = {
@@ -272,7 +269,7 @@ def test_the_released_assignment_ends_with_am_i_done(course_folder, tmp_path):
     a blank notebook is told which functions are not written yet (issue #34)."""
     from nbclient import NotebookClient
 
-    course = _course(*course_folder, "release")
+    course = course_folder[1]("release")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     assert released.cells[-1].id == "am-i-done"
     texts = {}
