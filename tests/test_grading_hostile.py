@@ -32,11 +32,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
-import make_student  # noqa: E402
 from grading import sandbox  # noqa: E402
 
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
+import grading_courses  # noqa: E402
 import test_assignments  # noqa: E402
+from grading_submissions import HOG, hog_stopped  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
 
 NO_SANDBOX = grade.sandbox_problem()
@@ -118,18 +119,6 @@ except OSError as err:
     print("DISK stopped:", type(err).__name__)
 print("DISK written MiB:", _written >> 20)
 """
-HOG = """
-import os, time
-_pids = []
-for _ in range(4):  # 6 GiB in all, 1.5 GiB each: under the 4 GiB a process may map
-    _pid = os.fork()
-    if _pid == 0:
-        _block = bytearray(1536 << 20)
-        time.sleep(5)
-        os._exit(0)
-    _pids.append(_pid)
-print("HOG stopped:", sum(os.WIFSIGNALED(os.waitpid(p, 0)[1]) for p in _pids))
-"""
 # name -> (answers changed from the blank release or correct solution, the report's words)
 HOSTILE = {
     "transformer": ({"sdpa_answer": TRANSFORMER}, "an IPython input transformer"),
@@ -168,7 +157,7 @@ def _crowd(count: int) -> list[subprocess.Popen]:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     course = tmp_path_factory.mktemp("hostile") / "course"
-    assert A in make_student.build_course(course)
+    assert grading_courses.course_of(tmp_path_factory, course, [A]) == [A]
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     correct = test_assignments._solutions(nbformat.read(SOURCE, as_version=4))
     submissions = {"blank": released, "honest": test_assignments._fill(released, correct)}
@@ -262,4 +251,4 @@ def test_a_memory_hog_is_stopped_at_the_sandboxs_memory_limit_and_reported(grade
     nb = nbformat.read(course / "autograded" / "hog" / A / f"{A}.ipynb", as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "mha_answer")
     printed = "".join(o.get("text", "") for o in cell.outputs)
-    assert int(printed.split("HOG stopped:")[1].split()[0]) >= 1, printed
+    assert hog_stopped(printed) >= 1, printed

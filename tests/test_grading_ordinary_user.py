@@ -14,10 +14,12 @@ grader's environment:
   (size-limited tmpfs): not bwrap's root or /dev (which the user owns, read-only
   since this test found them writable), the course, its source, the grader's home,
   the repository or the venv;
-* memory: the grader's cgroup is root's, so no cgroup per sandbox: make grade says the
-  limit is per process only. Where root can make cgroups (v1 here), a second run
-  delegates one to the user (chown, as systemd's Delegate= does) and a submission
-  whose four children take 6 GiB is stopped at the sandbox's 4 GiB, and reported.
+* memory: the grader's cgroup is root's (and, on cgroup v2, shared), so no cgroup per
+  sandbox: make grade says the limit is per process only, and why. Where root can
+  make cgroups (v1 here; v2 in tools/cgroup_v2_vm, where systemd does not manage
+  them), a second run delegates one to the user (chown, as systemd's Delegate= does)
+  and a submission whose four children take 6 GiB is stopped at the sandbox's 4 GiB,
+  and reported (on v2, the grader divides the delegated cgroup: limits.v2_parent).
 
 The machine's Python may sit where other users cannot read it (here /root/.pyenv,
 /root being 0700): the grading then runs in a private mount namespace where the
@@ -46,6 +48,7 @@ import grade  # noqa: E402
 import make_student  # noqa: E402
 import test_assignments  # noqa: E402
 from grading import limits  # noqa: E402
+from grading_submissions import HOG, hog_stopped  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
 
 A = "assignment1"
@@ -54,18 +57,6 @@ UID = 1_550_000_000 + os.getpid() % 100_000  # below the sandboxes' own uids
 SECRET_NAME = "AIAYN_FAKE_SECRET"
 VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
 PYTHON = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
-HOG = """
-import os, time
-_pids = []
-for _ in range(4):  # 6 GiB in all, 1.5 GiB each: under the 4 GiB a process may map
-    _pid = os.fork()
-    if _pid == 0:
-        _block = bytearray(1536 << 20)
-        time.sleep(5)
-        os._exit(0)
-    _pids.append(_pid)
-print("HOG stopped:", sum(os.WIFSIGNALED(os.waitpid(p, 0)[1]) for p in _pids))
-"""
 
 
 def _why_not() -> str:
@@ -279,29 +270,46 @@ def test_make_grade_says_memory_is_limited_per_process_only(graded):
     _, done = graded
     line = next(t for t in done.stderr.splitlines() if t.startswith("memory:"))
     assert line.startswith("memory: 4G of address space per process only"), line
-    assert "cgroups are not writable here" in line, line
+    if (Path("/sys/fs/cgroup") / "memory").is_dir():  # v1: root's cgroup, not the user's
+        assert "cgroups are not writable here" in line, line
+    else:  # v2: the test's own cgroup, shared, which cgroup v2 cannot divide
+        assert "other process(es)" in line and "Delegate=yes" in line, line
     assert f"  {line}\n" in done.stdout, done.stdout[-2000:]  # and in the report at the end
 
 
 def _delegated(name: str) -> list[Path]:
-    """A cgroup (v1 memory and pids) made by root and handed to UID, as systemd's
-    Delegate= hands one to a user's session; [] where root cannot make one."""
-    made, why = limits.make_cgroup(name, 8 << 30, 4096)
-    if why:
+    """A cgroup made by root and handed to UID, as systemd's Delegate= hands one to a
+    user's session or scope; [] where root cannot make one. Cgroup v1: a memory and a
+    pids cgroup, given to UID. Cgroup v2: an empty cgroup under the nearest one that
+    hands out memory and pids (where systemd does not manage them: under systemd, a
+    delegated cgroup comes from systemd-run, not simulated here), given to UID with
+    the files systemd gives (cgroup.procs, cgroup.subtree_control, cgroup.threads);
+    the grader moves itself into a leaf of it and divides the rest (limits.v2_parent).
+    """
+    if (Path("/sys/fs/cgroup") / "memory").is_dir():  # v1
+        made, why = limits.make_cgroup(name, 8 << 30, 4096)
+        if why:
+            return []
+        for folder in made:
+            for path in (folder, *folder.iterdir()):
+                os.chown(path, UID, UID)
+        return made
+    if not (Path("/sys/fs/cgroup") / "cgroup.controllers").is_file() or limits.systemd_manages():
         return []
-    for folder in made:
-        for path in (folder, *folder.iterdir()):
-            os.chown(path, UID, UID)
-    return made
+    parent, _ = limits.v2_parent()  # root, no systemd: the nearest that hands them out
+    if parent is None:
+        return []
+    folder = parent / name
+    folder.mkdir()
+    for path in (folder, *(folder / f for f in ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads"))):
+        os.chown(path, UID, UID)
+    return [folder]
 
 
 def test_with_a_delegated_cgroup_a_memory_hog_is_stopped_at_the_sandboxs_limit(work):
     cgroups = _delegated(f"aiayn-user-test-{os.getpid()}")
     if not cgroups:
-        pytest.skip("root cannot make cgroups here, so none can be delegated")
-    if not (Path("/sys/fs/cgroup") / "memory").is_dir():
-        limits.remove_cgroup(cgroups)
-        pytest.skip("cgroup v2: delegation needs systemd's Delegate= (not simulated)")
+        pytest.skip("root cannot make cgroups here (or systemd manages them), so none can be delegated")
     try:
         correct = test_assignments._solutions(nbformat.read(SOURCE, as_version=4))
         hog_work = work / "delegated"
@@ -316,4 +324,4 @@ def test_with_a_delegated_cgroup_a_memory_hog_is_stopped_at_the_sandboxs_limit(w
     assert line == "memory: 4G per process and 4G per sandbox (a cgroup)", line
     report = (course / "reports" / A / "hog.txt").read_text()
     assert "the sandbox hit its memory limit (4096 MiB as a whole)" in report, report
-    assert int(_printed(course, "hog").split("HOG stopped:")[1].split()[0]) >= 1
+    assert hog_stopped(_printed(course, "hog")) >= 1

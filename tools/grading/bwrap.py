@@ -235,14 +235,19 @@ def sandbox_problem() -> str | None:
     return None
 
 
+_IMPORTED: set[tuple[int, int, str]] = set()  # limits PyTorch imported under here
+
+
 def too_little_memory(memory: int, processes: int) -> str | None:
     """None when PyTorch imports in a sandbox with these limits; else what to do.
 
     A CUDA build of PyTorch maps large libraries, which count as address space.
+    A success is remembered for the process (the tests grade many times in one),
+    a failure tried again.
     """
     import importlib.util
 
-    if importlib.util.find_spec("torch") is None:
+    if importlib.util.find_spec("torch") is None or (memory, processes, python()) in _IMPORTED:
         return None
     with tempfile.TemporaryDirectory(prefix="aiayn-sandbox-check-") as tmp:
         if os.geteuid() == 0:
@@ -264,6 +269,7 @@ def too_little_memory(memory: int, processes: int) -> str | None:
             env=host_env(),
         )
     if done.returncode == 0:
+        _IMPORTED.add((memory, processes, python()))
         return None
     last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
     return (

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -47,7 +49,7 @@ from .export import write_grades
 from .feedback import stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
-from .limits import memory_scope
+from .limits import SCOPED, memory_scope, systemd_scope
 from .repair import NOTES, note, prepare_submissions
 from .roster import read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
@@ -193,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.unsandboxed:
         print(UNSANDBOXED, file=sys.stderr)
     else:
+        relaunch = systemd_scope()  # cgroup v2 under systemd, the grader's cgroup shared
+        if relaunch:  # grade in a scope of its own, so each sandbox gets a cgroup
+            print(f"grading in a systemd scope: {' '.join(relaunch[:-1])}", file=sys.stderr)
+            again = [sys.executable, str(ROOT / "tools" / "grade.py")]
+            again += sys.argv[1:] if argv is None else argv
+            environment = {**os.environ, SCOPED: "1"}
+            return subprocess.run([*relaunch, *again], env=environment).returncode
         problem = sandbox_problem()
         if problem:
             print(refusal(problem), file=sys.stderr)
