@@ -1,0 +1,178 @@
+"""A number the prose quotes from an unchecked output is one a checked cell shows too.
+
+Strict nbval compares every cell's output except those of cells tagged
+``nbval-ignore-output`` (training logs, timings, trained accuracies: values that move
+with the CPU, its kernels and the thread count). A number the chapter's Markdown quotes
+from such an output is checked by nothing: a reader on another machine runs the chapter,
+sees another value, and the prose still says the committed one. The prose should state
+the bound the following assert cell checks instead (chapter 1's accuracy plot once
+quoted a run's 0.19/0.95/0.85; tests/test_alt_text_numbers.py checks the alt texts).
+
+So every number in a Markdown cell that quotes a number printed by an
+``nbval-ignore-output`` cell, as printed or rounded (``quotes`` of
+tests/test_alt_text_numbers.py: 0.41 quotes 0.4127, 5e-30 quotes 5.1e-30), or as the
+nearest integer (12 for a printed 12.2, 36% for a printed 35.8%), must also match a
+number in the chapter's code (a size, a seed, an asserted bound) or in an output strict
+nbval compares, by ``quotes`` alone (an integer there quotes only itself). The prose's
+own definitions (a length, a count, a rate) pass because the code sets them too; the
+other Markdown cells do not count, or a stale number repeated in a summary would back
+itself.
+
+All numbers are checked, integers too: every integer the prose writes that an
+ignored output also prints is set or printed by a checked cell as well, so integers add
+no noise. The check cannot see a number written as a word ("four times", "half") or
+read off a plot; the review checklist in CONTRIBUTING.md ("Numbers", "Thresholds")
+covers those. ``EXCEPTIONS`` lists the numbers the prose may quote anyway (one the
+prose attributes to the paper or to a committed record, a hardware line that names
+the recorded run's machine), each with its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from test_alt_text_numbers import numbers, quotes, value
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+IGNORED = "nbval-ignore-output"
+
+# Numbers the prose may write although only an nbval-ignore-output cell prints them.
+# (notebook stem, number as written in the Markdown): reason
+EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+
+def output_text(cell) -> str:
+    """The text a code cell prints: streams and text/* results, as nbval compares."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"])
+        for kind, data in out.get("data", {}).items():
+            if kind.startswith("text/"):
+                parts.append(data if isinstance(data, str) else "".join(data))
+    return "\n".join(parts)
+
+
+def is_ignored(cell) -> bool:
+    return IGNORED in cell.metadata.get("tags", [])
+
+
+def unchecked_numbers(nb) -> set[float]:
+    """Numbers printed by the cells whose output strict nbval does not compare."""
+    return {
+        value(t)
+        for cell in nb.cells
+        if cell.cell_type == "code" and is_ignored(cell)
+        for t in numbers(output_text(cell))
+    }
+
+
+def checked_numbers(nb) -> set[float]:
+    """Numbers in the code and in the outputs strict nbval compares."""
+    found = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        found.update(value(t) for t in numbers(cell.source))
+        if not is_ignored(cell):
+            found.update(value(t) for t in numbers(output_text(cell)))
+    return found
+
+
+def said_as(token: str, printed: float) -> bool:
+    """Does the prose's number quote the printed one, as written, rounded, or as the
+    nearest integer (which ``quotes`` refuses, so that an alt text's "12" does not
+    pass for 12.4, but which a sentence can still take from a printed 12.4)?"""
+    if quotes(token, printed):
+        return True
+    if re.search(r"[.eE]", token) or printed == int(printed):
+        return False
+    return value(token) == round(printed) != 0
+
+
+def prose_numbers(nb):
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for token in numbers(cell.source):
+                yield cell.get("id"), token
+
+
+def quotes_from_unchecked_only(nb) -> list[tuple[str, str, list[float]]]:
+    """(cell id, number, the unchecked values it quotes) for each number of the prose
+    that quotes an unchecked output and matches nothing a checked cell shows."""
+    unchecked = unchecked_numbers(nb)
+    checked = checked_numbers(nb)
+    found = []
+    for cell_id, token in prose_numbers(nb):
+        sources = sorted(p for p in unchecked if said_as(token, p))
+        if sources and not any(quotes(token, c) for c in checked):
+            found.append((cell_id, token, sources))
+    return found
+
+
+def stale_risks(nb, stem: str = "") -> list[str]:
+    return [
+        f"cell {cell_id}: {token!r} (printed only by an {IGNORED} cell: {', '.join(f'{p:g}' for p in sources[:3])})"
+        for cell_id, token, sources in quotes_from_unchecked_only(nb)
+        if (stem, token) not in EXCEPTIONS
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_prose_quotes_no_number_only_an_unchecked_output_prints(path):
+    nb = nbformat.read(path, as_version=4)
+    risks = stale_risks(nb, path.stem)
+    assert not risks, (
+        f"{path.name}: the prose quotes numbers that only nbval-ignore-output cells "
+        "print, so they can change on another CPU while the prose stays (state the "
+        "bound the following assert checks, or add an exception with its reason):\n" + "\n".join(risks)
+    )
+
+
+def _chapter(*cells):
+    nb = nbformat.v4.new_notebook()
+    for kind, source, printed, tags in cells:
+        if kind == "markdown":
+            nb.cells.append(nbformat.v4.new_markdown_cell(source, id=f"c{len(nb.cells)}"))
+            continue
+        cell = nbformat.v4.new_code_cell(source, id=f"c{len(nb.cells)}")
+        cell.metadata["tags"] = tags
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed)]
+        nb.cells.append(cell)
+    return nb
+
+
+def test_the_check_catches_a_number_quoted_from_an_unchecked_output():
+    training = ("code", "print(acc)", "accuracy 0.953, 12.4 s, exact 35.8%\n", [IGNORED])
+    check = ("code", "assert acc > 0.9", "accuracy above 0.9: True\n", [])
+    for prose in ("It reaches 0.95.", "It reaches 0.953.", "It took 12 s.", "36% exact."):
+        nb = _chapter(training, check, ("markdown", prose, "", []))
+        assert len(stale_risks(nb)) == 1, prose
+    # the bound the assert checks, a number the code sets, one the run cannot reach
+    for prose in ("It reaches more than 0.9.", "In 12.4 words.", "It reaches 0.96."):
+        nb = _chapter(training, check, ("markdown", prose, "", []))
+        if prose == "In 12.4 words.":
+            nb.cells[1].source += "  # 12.4"
+        assert stale_risks(nb) == [], prose
+    # the same number printed by a compared cell backs the prose
+    printed_again = ("code", "print(acc)", "accuracy 0.95\n", [])
+    nb = _chapter(training, printed_again, ("markdown", "It reaches 0.95.", "", []))
+    assert stale_risks(nb) == []
+    # another Markdown cell does not: a summary does not back the section it repeats
+    nb = _chapter(training, check, ("markdown", "It reaches 0.95.", "", []), ("markdown", "0.95", "", []))
+    assert len(stale_risks(nb)) == 2
+
+
+def test_every_exception_is_used_and_gives_a_reason():
+    used = set()
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        used.update((path.stem, token) for _, token, _ in quotes_from_unchecked_only(nb))
+    for key, reason in EXCEPTIONS.items():
+        assert key in used, f"exception {key} is stale: the check no longer flags it"
+        assert len(reason.split()) >= 5, f"exception {key} needs a reason"
