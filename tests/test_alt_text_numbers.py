@@ -76,14 +76,20 @@ def chapter_text(nb) -> str:
     parts = []
     for cell in nb.cells:
         parts.append(cell.source)
-        if "nbval-ignore-output" in cell.metadata.get("tags", []):
-            continue
-        for out in cell.get("outputs", []):
-            if "text" in out:
-                parts.append(out["text"])
-            for kind, data in out.get("data", {}).items():
-                if kind.startswith("text/"):
-                    parts.append(data if isinstance(data, str) else "".join(data))
+        if "nbval-ignore-output" not in cell.metadata.get("tags", []):
+            parts.append(output_text(cell))
+    return "\n".join(parts)
+
+
+def output_text(cell) -> str:
+    """The text a code cell prints: streams and text/* results, as nbval compares."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"])
+        for kind, data in out.get("data", {}).items():
+            if kind.startswith("text/"):
+                parts.append(data if isinstance(data, str) else "".join(data))
     return "\n".join(parts)
 
 

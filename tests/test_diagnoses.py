@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from test_diagnoses_ch10_a import online_halves
 
 import aiayn_helpers as ah
 import aiayn_helpers.diagnoses as diagnoses
@@ -239,14 +240,8 @@ def _padded_batch():
 
 
 def _online_softmax():
-    rng = np.random.default_rng(7)
-    s, v = 5 * rng.standard_normal(10), rng.standard_normal((10, 4))
-
-    def state(s, v):
-        m = s.max()
-        return m, np.exp(s - m).sum(), np.exp(s - m) @ v
-
-    (_, l_a, o_a), (_, l_b, o_b) = half_a, half_b = state(s[:5], v[:5]), state(s[5:], v[5:])
+    _, _, half_a, half_b = online_halves()
+    (_, l_a, o_a), (_, l_b, o_b) = half_a, half_b
     return ((o_a + o_b) / (l_a + l_b), half_a, half_b), {}  # not rescaled to the larger maximum
 
 

@@ -44,7 +44,8 @@ def test_alibi_bias_slips(answer, named):
     assert (named in found) if named else not found
 
 
-def test_online_softmax_slips():
+def online_halves():
+    """Scores s, values v and the online-softmax state (max, ell, output) of each half."""
     rng = np.random.default_rng(7)
     s, v = 5 * rng.standard_normal(10), rng.standard_normal((10, 4))
 
@@ -52,7 +53,12 @@ def test_online_softmax_slips():
         m = s.max()
         return m, np.exp(s - m).sum(), np.exp(s - m) @ v
 
-    (m_a, l_a, o_a), (m_b, l_b, o_b) = half_a, half_b = state(s[:5], v[:5]), state(s[5:], v[5:])
+    return s, v, state(s[:5], v[:5]), state(s[5:], v[5:])
+
+
+def test_online_softmax_slips():
+    s, v, half_a, half_b = online_halves()
+    (m_a, l_a, o_a), (m_b, l_b, o_b) = half_a, half_b
     m = max(m_a, m_b)
     a, b = math.exp(m_a - m), math.exp(m_b - m)
     right = (a * o_a + b * o_b) / (a * l_a + b * l_b)

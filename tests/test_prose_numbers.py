@@ -34,7 +34,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_alt_text_numbers import numbers, quotes, value
+from test_alt_text_numbers import numbers, output_text, quotes, value
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -44,18 +44,6 @@ IGNORED = "nbval-ignore-output"
 # Numbers the prose may write although only an nbval-ignore-output cell prints them.
 # (notebook stem, number as written in the Markdown): reason
 EXCEPTIONS: dict[tuple[str, str], str] = {}
-
-
-def output_text(cell) -> str:
-    """The text a code cell prints: streams and text/* results, as nbval compares."""
-    parts = []
-    for out in cell.get("outputs", []):
-        if "text" in out:
-            parts.append(out["text"])
-        for kind, data in out.get("data", {}).items():
-            if kind.startswith("text/"):
-                parts.append(data if isinstance(data, str) else "".join(data))
-    return "\n".join(parts)
 
 
 def is_ignored(cell) -> bool:
