@@ -69,25 +69,27 @@ def ch08_beam_search():
 
 
 def ch08_kv_cache():
-    fig, ax = canvas(5.0, 5.2, "A key/value cache filling up")
+    fig, ax = canvas(5.0, 5.9, "A key/value cache filling up")
     words = ["<bos>", "a", "dog", "runs"]
+    cached_k, cached_v = "#fbeedd", "#e6f1fa"
     c = 0.42
     for t in range(4):
-        y = 3.95 - t * 1.05
+        y = 4.65 - t * 1.05
         small(ax, 0.1, y + c / 2, f"step {t + 1}", ha="left")
         for j in range(t + 1):
             new = j == t
-            fc_k = ATTN if new else "#fbeedd"
-            fc_v = FFN if new else "#e6f1fa"
+            fc_k = ATTN if new else cached_k
+            fc_v = FFN if new else cached_v
             lw = 1.2 if new else 0.7
             x = 1.2 + j * c
             ax.add_patch(Rectangle((x, y + c / 2), c, c / 2, fc=fc_k, ec=INK, lw=lw))
             ax.add_patch(Rectangle((x, y), c, c / 2, fc=fc_v, ec=INK, lw=lw))
         label = f"new token: {words[t]}"
         small(ax, 1.2 + (t + 1) * c + 0.15, y + c / 2, label, ha="left")
-    items = [(ATTN, "new key"), (FFN, "new value"), ("#fbeedd", "cached")]
-    legend(ax, 0.2, 0.45, items)
-    note(ax, 2.5, 0.1, "the new query attends to every cached key", va="bottom")
+    legend(ax, 0.2, 1.15, [(ATTN, "new key"), (FFN, "new value")])
+    legend(ax, 0.2, 0.8, [(cached_k, "cached key"), (cached_v, "cached value")])
+    note(ax, 2.5, 0.4, "the new query attends to every cached key", va="bottom")
+    note(ax, 2.5, 0.1, "and to its own new key", va="bottom")
     return fig
 
 

@@ -62,6 +62,7 @@ COMPACT = {
     "enc_attn": "self-attention",
     "dec_self": "masked self-attn.",
     "linear": "linear",
+    **{f"{side}_norm{n}": "add & norm" for side in ("enc", "dec") for n in (1, 2, 3)},
 }
 EVERYTHING = {key for key, *_ in ENCODER + DECODER} | {"memory"}
 ATTENTION = {"enc_attn", "dec_self", "dec_cross"}
@@ -77,7 +78,10 @@ LOCATORS = {
     "05": (ENCODER_LAYER | {"memory"}, "Chapter 5: the encoder layer"),
     "06": (DECODER_LAYER, "Chapter 6: the decoder layer"),
     "07": (EVERYTHING, "Chapter 7: the whole model, trained"),
-    "08": ({"linear", "softmax", "loop"}, "Chapter 8: decoding, token by token"),
+    "08": (
+        {"linear", "softmax", "loop", "dec_self", "dec_cross"},
+        "Chapter 8: decoding, token by token",
+    ),
     "09": (EVERYTHING, "Chapter 9: the whole model, measured"),
     "10": (
         ENCODER_LAYER | DECODER_LAYER - {"dec_cross", "dec_norm2"},
@@ -93,14 +97,13 @@ def stack(ax, cx, y, blocks, lit, compact, skip_side):
     placed = {}
     for n, (key, label, colour, ref) in enumerate(blocks):
         is_norm = "norm" in key
-        if compact and is_norm:
-            continue
-        h = (0.34 if is_norm else 0.6) if not compact else 0.42
+        h = (0.34 if is_norm else 0.6) if not compact else (0.3 if is_norm else 0.42)
         on = key in lit
         w = width * (0.8 if is_norm else 1.0)
         if n:
             gap = 0.3 if key not in ("enc_attn", "dec_self") else 0.55
-            gap = gap if not compact else 0.3 if key.endswith(("attn", "self")) else 0.2
+            if compact:
+                gap = 0.3 if key.endswith(("attn", "self")) else 0.14 if is_norm else 0.2
             if key == "linear":
                 gap = 0.55 if not compact else 0.32
             arrow(ax, (cx, y), (cx, y + gap), color=INK if on else FADED_EDGE)
