@@ -19,7 +19,6 @@ from .draw import (
     N_LAYERS,
     SMALL,
     STATE,
-    VOCAB,
     arrow,
     box,
     canvas,
@@ -49,9 +48,9 @@ def ch06_decoder_layer():
     ax.add_patch(Rectangle((0.25, 0.55), 3.85, y - 0.45, **FRAME))
     text(ax, 4.3, y - 1.0, f"× N = {N_LAYERS}", size=FONT, ha="left")
     arrow(ax, (cx, y), (cx, y + 0.3))
-    box(ax, cx, y + 0.55, 2.2, 0.5, f"linear → {VOCAB}", fc=EMBED, size=SMALL)
+    box(ax, cx, y + 0.55, 2.2, 0.5, "linear → V", fc=EMBED, size=SMALL)
     arrow(ax, (cx, y + 0.8), (cx, y + 1.05))
-    small(ax, cx, y + 1.2, f"logits: (B, T, {VOCAB})")
+    small(ax, cx, y + 1.2, "logits: (B, T, V), V the vocabulary")
     return fig
 
 

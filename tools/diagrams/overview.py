@@ -22,7 +22,6 @@ from .draw import (
     N_LAYERS,
     NORM,
     NOTE,
-    VOCAB,
     arrow,
     box,
     canvas,
@@ -31,6 +30,9 @@ from .draw import (
     text,
 )
 
+# the base model's shared BPE vocabulary: "about 37000 tokens" (the paper, section 5.1);
+# the package's default configuration uses 10000 (config.BASE), a size of our own
+PAPER_VOCAB = 37000
 POS = "#e0d4ef"  # the positional encoding: a colour of its own
 FADED_FILL, FADED_EDGE, FADED_INK = "#f4f4f4", "#c4c4c4", "#9a9a9a"
 
@@ -201,8 +203,10 @@ def transformer(lit: set[str], compact: bool, title: str):
     arrow(ax, (cd, top), (cd, top + 0.3), color=INK if on else FADED_EDGE)
     ink = INK if on else FADED_INK
     if not compact:
-        shape = f"next-token probabilities\n(B, T, {VOCAB})"
+        shape = "next-token probabilities\n(B, T, V)"
         small(ax, cd, top + 0.62, shape, color=ink)
+        vocab = f"V: the vocabulary, about {PAPER_VOCAB} in the paper"
+        small(ax, cd - 0.6, top + 1.05, vocab, color=NOTE)
     else:
         small(ax, cd, top + 0.45, "next token", color=ink)
     if "loop" in lit:  # chapter 8: each chosen token goes back in as the next input
@@ -210,7 +214,7 @@ def transformer(lit: set[str], compact: bool, title: str):
         line(ax, [cd + 0.5, x_loop, x_loop], [top + 0.45, top + 0.45, 0.22], ls="--")
         arrow(ax, (x_loop, 0.22), (cd + 0.6, 0.22), ls="--")
         small(ax, x_loop + 0.15, (top + 0.45) / 2, "fed back", rotation=90)
-    height = top + (1.45 if not compact else 1.0)
+    height = top + (1.8 if not compact else 1.0)
     fig.set_size_inches(width, height)
     ax.set_ylim(0, height)
     text(ax, width / 2, height - 0.25, title, weight="bold")
@@ -218,7 +222,8 @@ def transformer(lit: set[str], compact: bool, title: str):
 
 
 def overview_transformer():
-    return transformer(EVERYTHING, compact=False, title="The Transformer (base model)")
+    title = "The Transformer (the base model's layer sizes)"
+    return transformer(EVERYTHING, compact=False, title=title)
 
 
 def locator(chapter: str):
