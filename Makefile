@@ -36,7 +36,7 @@ help:
 	@echo "make grade A=assignment1  grade _grading/submitted/ (new and resubmitted work), each submission in a bubblewrap sandbox"
 	@echo "              (GRADE_FLAGS=--feedback writes feedback without the hidden tests; --force grades everyone again;"
 	@echo "              due dates and the late policy: book/autograder/deadlines.toml;"
-	@echo "              extensions and manual grades: book/autograder/decisions.toml)"
+	@echo "              extensions and manual grades: _grading/decisions.toml, from book/autograder/decisions.example.toml)"
 	@echo "make export   _grading/grades.csv and, in _grading/exports/, Moodle's grading worksheet and feedback zip"
 	@echo "              and Canvas's gradebook CSV, keyed by the platform's ids (A=assignment1 for one assignment)"
 	@echo "make hub-links HUB_FLAGS=\"--hub https://hub.example.edu\"  an nbgitpuller link per chapter and per assignment,"
@@ -123,11 +123,12 @@ editions: setup
 # Collect a course platform's zip of downloads (Moodle, Canvas, a folder per student) into
 # _grading/submitted/<student>/<assignment>/, with each submission's time (tools/collect.py).
 # Moodle: WORKSHEET= the assignment's grading worksheet keys each student by the email.
+# Canvas: TIMES= a CSV of submission times (user_id, submitted_at), as its zip has none.
 collect: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=downloads.zip A=assignment1"; exit 2; }
 	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1) $(if $(ROSTER),--roster "$(ROSTER)") \
-		$(if $(WORKSHEET),--worksheet "$(WORKSHEET)")
+		$(if $(WORKSHEET),--worksheet "$(WORKSHEET)") $(if $(TIMES),--times "$(TIMES)")
 
 # Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
 # submissions go in _grading/submitted/<student>/<assignment>/ (make collect); scores in
@@ -139,10 +140,11 @@ grade: setup
 	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(GRADE_FLAGS)
 
 # Grades back to the course platform (tools/grading/export.py): _grading/grades.csv from the
-# gradebook and book/autograder/decisions.toml, and the platforms' import files in _grading/exports/.
+# gradebook and _grading/decisions.toml, and the platforms' import files in _grading/exports/.
+# Moodle: WORKSHEET= the worksheet downloaded again after an upload; EXPORT_FLAGS=--not-uploaded.
 export: setup
 	@test -f _grading/gradebook.db || { echo "nothing graded yet: make grade first"; exit 1; }
-	$(BIN)/python tools/grade.py export $(A)
+	$(BIN)/python tools/grade.py export $(A) $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") $(EXPORT_FLAGS)
 
 # One slide deck per syllabus session, generated from the chapters (tools/make_slides.py):
 # _build/slides/session-NN.html and its printable speaker notes session-NN-notes.html,

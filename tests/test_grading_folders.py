@@ -118,7 +118,7 @@ def test_make_grade_refuses_unsafe_folders_and_grades_the_others(make_grade, cap
     for name in ["linked", "with-link", *ODD]:
         assert f"NOT GRADED: the folder {name!r} was refused" in err, name
     assert "NOT GRADED (folder refused, now in " in err
-    assert "NOT GRADED (scored 0)" not in err  # nobody who was graded
+    assert "NOT GRADED (no score)" not in err  # nobody who was graded
 
 
 def test_make_grade_removes_reports_of_students_gone(course, make_grade, capsys):

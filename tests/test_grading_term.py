@@ -227,10 +227,15 @@ def canvas_term(course_folder, deadlines_file):
     course = make_course("canvas")
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     right, blank = _fill(released), nbformat.writes(released)
+    # as Canvas writes it (canvas-lms lib/content_zipper.rb, with rubyzip): every
+    # entry stamped with the one moment the zip was built (rubyzip's Zip::Entry
+    # default, DOSTime.now), here the day after the deadline; lateness only in the
+    # LATE marker of the name
+    built = DUE + dt.timedelta(days=1)
     entries = {
-        f"smithjohn_3001_90001_{A}.ipynb": (right, ON_TIME),
-        f"smithjohn_3002_90002_{A}.ipynb": (blank, ON_TIME),
-        f"petrovivan_late_3003_90003_{A}-1.ipynb": (right, LATE),  # Canvas's rename
+        f"smithjohn_3001_90001_{A}.ipynb": (right, built),
+        f"smithjohn_3002_90002_{A}.ipynb": (blank, built),
+        f"petrovivan_LATE_3003_90003_{A}-1.ipynb": (right, built),  # Canvas's rename
     }
     zip1 = _zip(tmp / "canvas.zip", entries)
     deadlines = deadlines_file(tmp, {A: DUE}, CANVAS)
@@ -380,7 +385,7 @@ def test_the_decisions_file_says_what_is_wrong(tmp_path):
         path.write_text(text)
         with pytest.raises(ValueError, match=message):
             decisions.read_decisions(path)
-    book = decisions.read_decisions(decisions.DECISIONS)  # the book's: examples only
+    book = decisions.read_decisions(decisions.EXAMPLE)  # the book's: examples only
     assert book.extensions == [] and book.grades == []
 
 
@@ -401,4 +406,4 @@ def test_the_guide_names_the_stages_in_order_and_the_rubric_adds_up():
         assert (ROOT / "tools" / "grading" / f"{name}.py").is_file(), name
     rubric = re.findall(r"^\| [^|]+ \| (\d+) \|", guide.split("**The project**", 1)[1], re.M)
     assert sum(map(int, rubric)) == 20 and "project = 20" in guide
-    assert "project = 20" in (ROOT / "book" / "autograder" / "decisions.toml").read_text()
+    assert "project = 20" in (ROOT / "book" / "autograder" / "decisions.example.toml").read_text()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from grading.collect import collect, main, owner  # noqa: E402, F401
+from grading.collect import collect, main, owner, read_times  # noqa: E402, F401
 from grading.roster import student_id  # noqa: E402, F401
 
 if __name__ == "__main__":

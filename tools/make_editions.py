@@ -188,7 +188,19 @@ def build(out: Path, student: Path | None = None, root: Path = ROOT) -> dict[str
         student_notebooks = sorted((student / "notebooks").glob("*.ipynb"))
         _edition(out / "student", "student", student_notebooks, ctx, root, student / "assignments")
     _edition(out / "instructor", "instructor", sorted((root / "notebooks").glob("*.ipynb")), ctx, root, None)
+    refuse_decisions(out, root)
     return {name: out / name for name in EDITIONS}
+
+
+def refuse_decisions(out: Path, root: Path = ROOT) -> None:
+    """Raise ValueError when the editions in ``out``, or the repository ``root`` they
+    are published beside, hold an instructor's decisions file with entries (students'
+    extensions and grades belong in _grading/decisions.toml, which git ignores)."""
+    from grading.decisions import published_entries
+
+    found = published_entries(out) + published_entries(root / "book")
+    if found:
+        raise ValueError(f"refusing to publish students' decisions: {'; '.join(found)}")
 
 
 def main(argv: list[str] | None = None) -> int:

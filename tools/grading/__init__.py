@@ -15,7 +15,7 @@ autograde nbgrader's autograde with the execution in the sandbox; feedback
 gradebook a new gradebook made without the venv's bin on PATH
 cli       ``make grade`` (tools/grade.py): the stages above for one assignment
 decisions due dates and the late policy (book/autograder/deadlines.toml);
-          extensions and manual grades (book/autograder/decisions.toml)
+          extensions and manual grades (_grading/decisions.toml)
 feedback  the grade that goes back to the platform, at the top of each feedback page
 export    grades.csv and term-grades.csv, and grades and feedback in the platforms'
           import formats (``make export``)

@@ -40,7 +40,7 @@ from pathlib import Path
 from .autograde import nbgrader
 from .decisions import (
     DEADLINES,
-    DECISIONS,
+    moved,
     read_deadlines,
     read_decisions,
     set_due_date,
@@ -166,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--decisions",
         type=Path,
-        default=DECISIONS,
-        help="extensions, manual grades (book/autograder/decisions.toml)",
+        help="extensions, manual grades (<course>/decisions.toml)",
     )
     parser.add_argument(
         "--force",
@@ -214,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         print(scope, file=sys.stderr)
     try:
         due, late = read_deadlines(args.deadlines, args.assignment)
-        decisions = read_decisions(args.decisions)
+        decisions = read_decisions(args.decisions or course / "decisions.toml")
+        if moved():
+            print(moved(), file=sys.stderr)
     except ValueError as err:
         print(err, file=sys.stderr)
         return 2
@@ -339,7 +340,7 @@ def report(
     refused = [s for s in failed if s.startswith(REFUSED_PREFIX)]
     scored = [s for s in failed if s not in refused]
     if scored:
-        lines.append(f"NOT GRADED (scored 0): {', '.join(scored)}")
+        lines.append(f"NOT GRADED (no score): {', '.join(scored)}")
     if refused:
         where = course / REFUSED / assignment
         names = ", ".join(refused)

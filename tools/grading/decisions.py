@@ -2,8 +2,11 @@
 
 book/autograder/deadlines.toml (``--deadlines``) holds the due dates and the late
 policy: the due date goes into the gradebook and ``LatePolicy`` takes off the late
-penalty. book/autograder/decisions.toml (``--decisions``) holds what the
-instructor decides for one student: an extension (a new due date) and manual
+penalty. ``<course>/decisions.toml`` (``_grading/decisions.toml``, ignored by git;
+``--decisions``) holds what the instructor decides for one student, private to
+the course and never in the repository (book/autograder/decisions.example.toml is
+the tracked example; ``published_entries`` finds a decisions file with entries
+where the release would publish it): an extension (a new due date) and manual
 grades (a score that replaces the autograder's, or points added or taken off, each
 with its reason). Grading reads both and writes neither, so a decision outlives
 re-collecting, ``make grade`` and ``--force``; grades.csv and the exports are
@@ -26,7 +29,9 @@ from .roster import SAFE_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 DEADLINES = ROOT / "book" / "autograder" / "deadlines.toml"
-DECISIONS = ROOT / "book" / "autograder" / "decisions.toml"
+DECISIONS = ROOT / "_grading" / "decisions.toml"  # the course's, private
+EXAMPLE = ROOT / "book" / "autograder" / "decisions.example.toml"
+OLD_DECISIONS = ROOT / "book" / "autograder" / "decisions.toml"  # before: tracked
 
 
 class LatePolicy(LateSubmissionPlugin):
@@ -179,7 +184,7 @@ def _entries(config: dict, kind: str, path: Path) -> list[dict]:
 def read_decisions(path: Path) -> Decisions:
     """The instructor's decisions in ``path`` (none when it does not exist).
 
-    See book/autograder/decisions.toml. Raises ValueError, naming the entry, for an
+    See book/autograder/decisions.example.toml. Raises ValueError, naming the entry, for an
     entry without a reason, with unknown keys, or with both score and adjust.
     """
     if not path.is_file():
@@ -222,3 +227,40 @@ def read_decisions(path: Path) -> Decisions:
             raise ValueError(f"{path}: points.{name}: {expected}, got {value!r}")
         decisions.points[name] = float(value)
     return decisions
+
+
+def entries(path: Path) -> int:
+    """How many decisions (extensions, grades) the TOML file ``path`` holds."""
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return 0
+    found = [config.get(k, []) for k in ("extension", "grade")]
+    return sum(len(v) if isinstance(v, list) else 1 for v in found)
+
+
+def published_entries(folder: Path) -> list[str]:
+    """Every decisions file under ``folder`` (``*decisions*.toml``, the course's
+    ``_grading`` and ``.venv`` left out) that holds entries: what the release must
+    never publish, each named with its count."""
+    found = []
+    for path in sorted(folder.rglob("*decisions*.toml")):
+        parts = path.relative_to(folder).parts
+        if parts[0] in ("_grading", ".venv", ".git") or not path.is_file():
+            continue
+        count = entries(path)
+        if count:
+            found.append(f"{path} holds {count} decision(s)")
+    return found
+
+
+def moved() -> str | None:
+    """What to say when book/autograder/decisions.toml, where the decisions were
+    kept before (tracked by git), still holds entries: it is no longer read."""
+    count = entries(OLD_DECISIONS) if OLD_DECISIONS.is_file() else 0
+    if not count:
+        return None
+    return (
+        f"WARNING: {OLD_DECISIONS} holds {count} decision(s) and is no longer read: "
+        f"move it to {DECISIONS} (private to the course, ignored by git)"
+    )

@@ -8,7 +8,16 @@ instructor's decisions (decisions.py) by every ``make grade`` and ``make export`
 one row per submission or manual grade (an assignment nobody handed in has no
 row, never a 0). Its ``score`` is the autograded score less the late penalty,
 then the manual grades (a ``score`` replaces it, an ``adjust`` is added; never
-below 0), rounded to 2 decimals; ``reasons`` says why it differs. Its
+below 0, never above the maximum: a grade past it is capped, its reason says
+so and the export names the student, CAPPED; raise ``points.<assignment>`` in the
+decisions file to allow more), rounded to 2 decimals; ``reasons`` says why it
+differs. A student the grader could not grade (a NOT GRADED line in the report)
+has no score in grades.csv or any export, the reason in ``reasons``, "NOT
+GRADED" in the term sheet (text, which a spreadsheet's average skips), and is
+named when exporting. Every cell that begins with ``=``, ``+``, ``-``, ``@``, a
+tab or a carriage return (a formula to a spreadsheet) and is not a number gets a
+leading ``'``, and control and bidirectional characters are removed
+(roster.spreadsheet_safe), in every CSV written here. Its
 ``platform_id`` is the student's id on the platform *in that assignment*
 (Moodle's participant number differs from one assignment to the next;
 participants.csv, written by collect, keeps each). ``<course>/term-grades.csv``
@@ -29,7 +38,15 @@ platform (roster.csv says which):
   worksheet downloaded from Moodle, it is written back as it came, every column
   kept, with ``Grade`` filled in for each student graded here (so Moodle's check
   that no grade changed there since the download still holds); else these
-  columns with ``Full name``, ``Email address`` and ``Maximum grade``;
+  columns with ``Full name``, ``Email address``, ``Maximum grade`` and "-" as
+  the time (so a grade set in Moodle is never overwritten). Moodle skips, with
+  no error, a row whose grade in Moodle is newer than the worksheet's time plus
+  60 s (mod/assign/feedback/offline/locallib.php): after an upload, every grade
+  there is newer than the worksheet it came from. So each export records the
+  worksheet and the grades it wrote (``<assignment>-moodle-export.json``), and an
+  export of changed grades from the same worksheet stops (STOPPED, exit 1) until
+  the worksheet is downloaded again and given (``make export A=...
+  WORKSHEET=...``), or ``--not-uploaded`` says the last file never reached Moodle;
 * Moodle, ``<assignment>-moodle-feedback.zip``: each student's feedback page as
   ``<Full name>_<id>_assignfeedback_file_/<assignment>.html``, the layout of
   *Upload multiple feedback files in a zip* (feedback type "Feedback files");
@@ -48,20 +65,25 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import hashlib
+import json
+import shutil
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
 
-from .decisions import DEADLINES, DECISIONS, Decisions, read_decisions
+from .decisions import DEADLINES, DECISIONS, Decisions, moved, read_decisions
 from .feedback import number, stamp_feedback
 from .roster import (
     PARTICIPANT,
     WORKSHEETS,
     Student,
+    printable,
     read_participants,
     read_roster,
     read_worksheet,
+    spreadsheet_safe,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,20 +154,40 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
                 "late_submission_penalty": None,
                 "max_score": decisions.points.get(g.assignment),
             }
+    not_graded = _not_graded(course)
+    for key in not_graded:
+        if key not in rows:  # nbgrader wrote no submission: a row that says why
+            rows[key] = {
+                "assignment": key[0],
+                "duedate": None,
+                "timestamp": None,
+                "student_id": key[1],
+                "raw_score": None,
+                "late_submission_penalty": None,
+                "max_score": None,
+            }
+    maxima = {r["assignment"]: r["max_score"] for r in rows.values() if r["max_score"]}
     out = []
     for (assignment, sid), row in sorted(rows.items()):
+        why_not = not_graded.get((assignment, sid))
         auto = None
-        if row["raw_score"] is not None:
+        if row["raw_score"] is not None and why_not is None:
             auto = max(0.0, row["raw_score"] - row["late_submission_penalty"])
         score, reasons, decided = auto, [], []  # decided: for the feedback page
+        warnings = []
+        if why_not is not None:
+            row = {**row, "raw_score": None, "late_submission_penalty": None}
+            reasons.append(f"NOT GRADED (no score): {why_not}")
         for g in decisions.manual(assignment, sid):
             if g.score is not None:
                 score = g.score
                 reasons.append(f"score {number(g.score)}: {g.reason}")
                 decided.append(f"Manual grade {number(g.score)}: {g.reason}")
+            elif why_not is not None and score is None:
+                reasons.append(f"adjust {g.adjust:+g} not applied (no score)")
             else:
                 score = (score or 0.0) + g.adjust
-                reasons.append(f"{g.adjust:+g}: {g.reason}")
+                reasons.append(f"adjust {g.adjust:+g}: {g.reason}")
                 decided.append(f"Manual adjustment {g.adjust:+g}: {g.reason}")
         due = decisions.extension(assignment, sid)
         if due is not None:
@@ -153,6 +195,21 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
             decided.insert(0, f"Extension: your due date {due:%Y-%m-%d %H:%M} UTC")
         student = roster.get(sid) or Student(sid)
         max_score = decisions.points.get(assignment, row["max_score"])
+        max_score = max_score or maxima.get(assignment)
+        if score is not None:
+            score = max(0.0, score)
+            if max_score and score > max_score + 1e-9:
+                # the platforms refuse a grade past the maximum (Moodle skips the
+                # row as out of range): capped, and the instructor is told
+                reasons.append(f"capped at the maximum {number(max_score)} (the decisions gave {number(score)})")
+                decided.append(f"Capped at the assignment's maximum of {number(max_score)}")
+                warnings.append(
+                    f"CAPPED: {_who(sid, student)} in {assignment}: the decisions "
+                    f"give {number(score)}, past the maximum {number(max_score)}; "
+                    f"{number(max_score)} goes back (raise points.{assignment} in "
+                    "the decisions file to allow more)"
+                )
+                score = max_score
         out.append(
             {
                 **row,
@@ -163,22 +220,64 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
                 "platform": student.platform,
                 "platform_id": numbers.get((assignment, sid), student.platform_id),
                 "autograded_score": auto,
-                "score": None if score is None else max(0.0, score),
+                "score": score,
                 "max_score": max_score,
                 "due_for_student": due or row["duedate"],
                 "reasons": "; ".join(reasons),
                 "decided": decided,
+                "not_graded": why_not,
+                "warnings": warnings,
             }
         )
     return out
 
 
+def _who(sid: str, student: Student) -> str:
+    return f"{sid} ({student.name})" if student.name else sid
+
+
+def _not_graded(course: Path) -> dict[tuple[str, str], str]:
+    """{(assignment, student): why}: the students whose report says NOT GRADED
+    (reports/<assignment>/<student>.txt); a refused folder is no student."""
+    from .folders import REFUSED_PREFIX
+    from .repair import NOTES
+
+    found = {}
+    for path in sorted((course / NOTES).glob("*/*.txt")):
+        if path.stem.startswith(REFUSED_PREFIX):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        why = [t.removeprefix("NOT GRADED:").strip() for t in lines if t.startswith("NOT GRADED")]
+        if why:
+            found[(path.parent.name, path.stem)] = "; ".join(why)
+    return found
+
+
+def warnings(rows: list[dict]) -> list[str]:
+    """What the instructor must hear about grades.csv's rows: grades capped at the
+    maximum and the students not graded (no score in any export)."""
+    said = [w for r in rows for w in r["warnings"]]
+    for r in rows:
+        if r["not_graded"] is not None and r["score"] is None:
+            who = f"{r['student_id']} ({r['name']})" if r["name"] else r["student_id"]
+            said.append(
+                f"NOT GRADED (no score): {who} in {r['assignment']}: "
+                f"{r['not_graded']}; the exports leave the grade empty"
+            )
+    return said
+
+
 def _cell(value) -> str:
+    """A CSV cell, safe to open in a spreadsheet (roster.spreadsheet_safe)."""
     if isinstance(value, float):
         return number(value)
     if isinstance(value, dt.datetime):
         return f"{value:%Y-%m-%d %H:%M:%S}"
-    return "" if value is None else str(value)
+    return "" if value is None else spreadsheet_safe(str(value))
+
+
+def _safe(cells: list) -> list[str]:
+    return [_cell(c) for c in cells]
 
 
 def write_grades(course: Path, decisions: Decisions) -> list[dict]:
@@ -196,13 +295,23 @@ def write_grades(course: Path, decisions: Decisions) -> list[dict]:
         students.setdefault(r["student_id"], {"row": r})[r["assignment"]] = r
     with open(course / TERM, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["student_id", "name", "email", "platform", *assignments])
+        writer.writerow(_safe(["student_id", "name", "email", "platform", *assignments]))
         for sid, mine in sorted(students.items()):
             first = mine["row"]
-            cells = [number(mine[a]["score"]) if a in mine else "" for a in assignments]
+            cells = [_term_cell(mine.get(a)) for a in assignments]
             who = [first["name"], first["email"], first["platform"]]
-            writer.writerow([sid, *who, *cells])
+            writer.writerow(_safe([sid, *who]) + cells)
     return rows
+
+
+def _term_cell(row: dict | None) -> str:
+    """A term sheet's cell: the score; NOT GRADED as text, which a spreadsheet's
+    AVERAGE skips (never a 0); '' when nothing was handed in."""
+    if row is None:
+        return ""
+    if row["score"] is None and row["not_graded"] is not None:
+        return "NOT GRADED"
+    return number(row["score"])
 
 
 def _of(rows: list[dict], platform: str, assignment: str | None = None) -> list:
@@ -228,14 +337,16 @@ def write_moodle(rows: list[dict], assignment: str, path: Path, now: dt.datetime
         writer.writerow(header)
         for r in _of(rows, "moodle", assignment):
             writer.writerow(
-                [
-                    f"Participant {r['platform_id']}",
-                    r["name"],
-                    r["email"],
-                    number(r["score"]),
-                    number(r["max_score"]),
-                    f"{now:%Y-%m-%d %H:%M:%S} UTC",
-                ]
+                _safe(
+                    [
+                        f"Participant {r['platform_id']}",
+                        r["name"],
+                        r["email"],
+                        number(r["score"]),
+                        number(r["max_score"]),
+                        "-",  # never newer than a grade set in Moodle
+                    ]
+                )
             )
     return []
 
@@ -259,10 +370,21 @@ def _fill_worksheet(rows, assignment, sheet: Path, path: Path) -> list[str]:
                     f"WARNING: {assignment}'s Maximum grade in Moodle is {theirs}, "
                     f"here {number(ours)}: set Moodle's to {number(ours)} first"
                 )
-            writer.writerow({**line, "Grade": number(r["score"])})
+            writer.writerow({**_neutral(line, header), "Grade": number(r["score"])})
     for pid in sorted(graded):
         said.append(f"NOT IN THE WORKSHEET: {PARTICIPANT}{pid} of {sheet}")
     return said
+
+
+# the worksheet's columns Moodle's importer reads (importgradeslib.php and the
+# offline feedback plugin): written back as Moodle wrote them; the others (the
+# name, the email, identity fields) are neutralised for a spreadsheet
+MOODLE_READS = {"Identifier", "Grade", "Last modified (grade)", "Feedback comments"}
+
+
+def _neutral(line: dict, header: list[str]) -> dict:
+    keep = lambda k: k in MOODLE_READS or k.startswith("Outcome")  # noqa: E731
+    return {k: v if keep(k) else _cell(v) for k, v in line.items() if k in header}
 
 
 def moodle_feedback_zip(course: Path, rows: list[dict], assignment: str, path: Path):
@@ -302,7 +424,7 @@ def write_canvas(rows: list[dict], path: Path, columns: dict[str, str]):
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         fixed = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-        writer.writerow(fixed + [columns.get(a, a) for a in assignments])
+        writer.writerow(_safe(fixed + [columns.get(a, a) for a in assignments]))
         maxima = {r["assignment"]: r["max_score"] for r in mine}
         points = [number(maxima[a]) for a in assignments]
         writer.writerow(["Points Possible", "", "", "", ""] + points)
@@ -310,7 +432,55 @@ def write_canvas(rows: list[dict], path: Path, columns: dict[str, str]):
             first = students[sid]["row"]
             mine = students[sid]
             cells = [number(mine[a]["score"]) if a in mine else "" for a in assignments]
-            writer.writerow([first["name"], first["platform_id"], "", "", ""] + cells)
+            writer.writerow(_safe([first["name"], first["platform_id"], "", "", ""]) + cells)
+
+
+def _sheet_state(course: Path, assignment: str) -> str:
+    """The worksheet an export of ``assignment`` is made from: the SHA-256 of the
+    one kept in worksheets/, or "none"."""
+    sheet = course / WORKSHEETS / f"{assignment}.csv"
+    if not sheet.is_file():
+        return "none"
+    return hashlib.sha256(sheet.read_bytes()).hexdigest()
+
+
+def moodle_cycle(course: Path, assignment: str, rows: list[dict]) -> tuple:
+    """Whether the Moodle worksheet of ``assignment`` may be written now: (the
+    record to keep after writing it, or None when it must not be written, and
+    the reason).
+
+    Moodle's importer (mod/assign/feedback/offline/locallib.php,
+    process_import_grades) skips, with no error, a row whose grade in Moodle was
+    modified more than 60 s after the worksheet's "Last modified (grade)". Once a
+    worksheet has been uploaded, every grade in it is newer than that worksheet:
+    a new grade written into the same worksheet again (a resubmission, an
+    extension, a manual grade) would be skipped. So each export records the
+    worksheet it was made from and the grades it wrote
+    (exports/<assignment>-moodle-export.json), and a later export with other
+    grades from the same worksheet stops: download the worksheet again.
+    """
+    record_path = course / EXPORTS / f"{assignment}-moodle-export.json"
+    state = _sheet_state(course, assignment)
+    grades = {r["platform_id"]: number(r["score"]) for r in _of(rows, "moodle", assignment)}
+    record = {"worksheet": state, "grades": grades}
+    if not record_path.is_file():
+        return record, ""
+    last = json.loads(record_path.read_text(encoding="utf-8"))
+    if last.get("worksheet") != state or last.get("grades") == grades:
+        return record, ""  # a new worksheet, or the same grades again
+    changed = sorted(p for p in grades if last["grades"].get(p) != grades[p])
+    shown = ", ".join(f"{PARTICIPANT}{p}" for p in changed[:5])
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    return None, (
+        f"STOPPED: {assignment}'s grades changed since the last export ({shown}{more}), "
+        "and the worksheet here is the one that export was made from. If you "
+        "uploaded that export to Moodle, Moodle would skip these rows without a "
+        "word (a grade it holds is newer than the worksheet). Download the grading "
+        "worksheet from Moodle again (View all submissions > Grading action > "
+        f"Download grading worksheet) and give it: make export A={assignment} "
+        "WORKSHEET=<the new file>. If you never uploaded the last export: "
+        f"make export A={assignment} EXPORT_FLAGS=--not-uploaded"
+    )
 
 
 def export(
@@ -318,22 +488,44 @@ def export(
     assignments: list[str] | None = None,
     decisions_path: Path = DECISIONS,
     deadlines: Path = DEADLINES,
+    worksheet: Path | None = None,
+    not_uploaded: bool = False,
 ) -> list[str]:
-    """grades.csv and every platform's files in ``course``/exports; what was written."""
+    """grades.csv and every platform's files in ``course``/exports; what was written.
+
+    ``worksheet``: Moodle's grading worksheet of the one assignment exported,
+    downloaded again, kept for this and later exports; ``not_uploaded``: the
+    last Moodle export was never uploaded (see ``moodle_cycle``)."""
     decisions = read_decisions(decisions_path)
     rows = write_grades(course, decisions)
+    done = [moved()] if moved() else []
     wanted = assignments or sorted({r["assignment"] for r in rows})
+    if worksheet is not None:
+        if len(wanted) != 1:
+            raise ValueError(f"expected one assignment with a worksheet (A=assignment1), got {wanted}")
+        read_worksheet(worksheet)  # says what is wrong with it
+        (course / WORKSHEETS).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(worksheet, course / WORKSHEETS / f"{wanted[0]}.csv")
     out = course / EXPORTS
     out.mkdir(exist_ok=True)
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None, microsecond=0)
-    done = [f"{course / GRADES}: {len(rows)} grade(s)"]
+    done += [f"{course / GRADES}: {len(rows)} grade(s)"] + warnings(rows)
     pages = stamp_feedback(course, [r for r in rows if r["assignment"] in wanted])
     done.append(f"{course / 'feedback'}: the grade returned on {pages} page(s)")
     for assignment in wanted:
         moodle = _of(rows, "moodle", assignment)
         if moodle:
+            record, why = moodle_cycle(course, assignment, rows)
+            if record is None and not not_uploaded:
+                done.append(why)
+                continue
+            record = record or {}
             path = out / f"{assignment}-moodle-grades.csv"
             said = write_moodle(rows, assignment, path, now)
+            record_path = out / f"{assignment}-moodle-export.json"
+            record = {**record, "worksheet": _sheet_state(course, assignment)}
+            record["grades"] = {r["platform_id"]: number(r["score"]) for r in moodle}
+            record_path.write_text(json.dumps(record, indent=1, sort_keys=True))
             done.append(f"{path}: {len(moodle)} grade(s), Moodle's grading worksheet")
             done += said
             path = out / f"{assignment}-moodle-feedback.zip"
@@ -354,14 +546,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("assignments", nargs="*", help="default: every one graded")
     parser.add_argument("--course", type=Path, default=ROOT / "_grading")
-    parser.add_argument("--decisions", type=Path, default=DECISIONS)
+    parser.add_argument("--decisions", type=Path, help="<course>/decisions.toml")
     parser.add_argument("--deadlines", type=Path, default=DEADLINES)
+    parser.add_argument(
+        "--worksheet",
+        type=Path,
+        help="Moodle: the assignment's grading worksheet, downloaded again",
+    )
+    parser.add_argument(
+        "--not-uploaded",
+        action="store_true",
+        help="Moodle: the last export was never uploaded; write over it",
+    )
     args = parser.parse_args(argv)
     try:
         course = args.course.resolve()
-        done = export(course, args.assignments, args.decisions, args.deadlines)
+        done = export(
+            course,
+            args.assignments,
+            args.decisions or course / "decisions.toml",
+            args.deadlines,
+            args.worksheet,
+            args.not_uploaded,
+        )
     except (ValueError, OSError) as err:
-        print(err, file=sys.stderr)
+        print(printable(str(err)), file=sys.stderr)
         return 2
-    print("\n".join(done))
-    return 0
+    print(printable("\n".join(done)))
+    return 1 if any(line.startswith("STOPPED") for line in done) else 0

@@ -5,7 +5,7 @@ Whatever is done is written, per student, to ``<course>/reports/<assignment>/
 
 * a misnamed notebook (``assignment1 (1).ipynb``, ``Assignment1.ipynb``, the only
   notebook there is) is renamed to the assignment's (``match_notebook``); with none
-  that fits, or an unreadable one, the student is named as NOT GRADED (scored 0) and
+  that fits, or an unreadable one, the student is named as NOT GRADED (no score) and
   the others are graded as usual;
 * cells whose nbgrader metadata was stripped (copied into a fresh notebook) get it
   back, matched by grade id, cell id, source or place (``recover_cells``); a deleted

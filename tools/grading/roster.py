@@ -131,8 +131,15 @@ def read_roster(course: Path) -> dict[str, Student]:
         return {}
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    students = [Student(**{k: (r.get(k) or "") for k in COLUMNS}) for r in rows]
+    students = [Student(**{k: _unsafe(r.get(k) or "") for k in COLUMNS}) for r in rows]
     return {s.id: s for s in students if s.id}
+
+
+def _unsafe(cell: str) -> str:
+    """A cell ``spreadsheet_safe`` wrote, as it was (its leading ``'`` removed)."""
+    if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", " "):
+        return cell[1:]
+    return cell
 
 
 def write_roster(course: Path, students: dict[str, Student]) -> None:
@@ -143,12 +150,15 @@ def write_roster(course: Path, students: dict[str, Student]) -> None:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         for sid in sorted(students):
-            writer.writerow(asdict(students[sid]))
+            row = asdict(students[sid])
+            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
 
 
 def read_class_list(path: Path) -> list[dict[str, str]]:
     """An instructor's roster CSV: rows with an ``id`` and optional ``name``, ``email``
-    (other columns are ignored; a header is required; UTF-8, with or without BOM)."""
+    (other columns are ignored; a header is required; UTF-8, with or without BOM).
+    Canvas's gradebook export (Grades > Export) is one: its ``Student`` column
+    (the display name, "Smith, John") is read as the name, ``ID`` as the id."""
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         header = [h.strip().lower() for h in reader.fieldnames or []]
@@ -160,6 +170,8 @@ def read_class_list(path: Path) -> list[dict[str, str]]:
         rows = []
         for raw in reader:
             row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items()}
+            if not row.get("name") and row.get("student"):
+                row["name"] = row["student"]
             if row.get("id"):
                 rows.append(row)
     return rows
@@ -327,6 +339,50 @@ def add_worksheet(course, assignment, path, sheet, roster, numbers) -> list[str]
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(path, folder / f"{assignment}.csv")
     return [f"worksheet: {len(sheet)} participant(s), {added} new to the roster"]
+
+
+# what may reach a terminal or a spreadsheet as text: no control character but the
+# line break and the tab, no bidirectional override or isolate (which reorder what
+# a terminal shows) and no other invisible format character
+_KEEP = {"\n", "\t"}
+
+
+def _unprintable(ch: str) -> bool:
+    return ch not in _KEEP and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co")
+
+
+def printable(text: str, escape: bool = False) -> str:
+    """``text`` safe to print to a terminal: control characters (escape sequences'
+    ESC among them), bidirectional marks and other format characters removed, or,
+    with ``escape``, written as ``\\x1b``, ``\\u202e`` (a sandbox's own log)."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected text to print, got {type(text).__name__}")
+    out = []
+    for ch in text:
+        if not _unprintable(ch):
+            out.append(ch)
+        elif escape:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+def spreadsheet_safe(value: str) -> str:
+    """A CSV cell a spreadsheet shows as text: a cell that begins with ``=``, ``+``,
+    ``-``, ``@``, a tab or a carriage return (a formula to Excel, LibreOffice and
+    Google Sheets) gets a leading ``'``, unless it is a number (``-1.5``); control
+    and bidirectional characters are removed (OWASP's CSV injection advice)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a cell's text, got {type(value).__name__}")
+    if value[:1] in ("\t", "\r"):
+        return "'" + printable(value.replace("\r", " ")).replace("\n", " ")
+    text = printable(value).replace("\n", " ")
+    if text[:1] in ("=", "+", "-", "@"):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
 
 
 def display_student(student: Student) -> str:
