@@ -43,9 +43,12 @@ def ch10_masks():
     grid(ax, 1.05, 3.1, cell, gpt, GPT_WORDS, GPT_WORDS, "GPT: causal mask")
     grid(ax, 4.1, 3.1, cell, bert, BERT_WORDS, BERT_WORDS, "BERT: no mask")
     small(ax, 1.95, 0.75, "predicts the next word", color=NOTE)
-    small(ax, 4.95, 0.75, "fills in each [MASK]", color=NOTE)
-    small(ax, 0.1, 0.3, "rows: queries; columns: keys", ha="left")
-    legend(ax, 3.3, 0.3, [(ALLOWED, "attend"), (BLOCKED, "blocked")])
+    # BERT predicts every token chosen (15%), whether it became [MASK], a random
+    # token or stayed as it was; the two shown here became [MASK]
+    small(ax, 4.83, 0.75, "predicts each chosen token", color=NOTE)
+    small(ax, 4.83, 0.5, "([MASK], random or kept)", color=NOTE)
+    small(ax, 0.1, 0.12, "rows: queries; columns: keys", ha="left")
+    legend(ax, 3.3, 0.12, [(ALLOWED, "attend"), (BLOCKED, "blocked")])
     return fig
 
 
@@ -135,36 +138,48 @@ def tiles() -> list[int]:
     return [min(TILE_BLOCK, TILE_T - s) for s in range(0, TILE_T, TILE_BLOCK)]
 
 
+TILE_NOW = (2, 2)  # (query block, key/value block) of the tile in fast memory now
+UNVISITED = "#f4f4f4"
+
+
+def tile_state(i: int, j: int) -> str:
+    """Where FlashAttention's algorithm 1 stands at TILE_NOW: its outer loop runs over
+    the key/value blocks j, its inner loop over the query blocks i."""
+    now_i, now_j = TILE_NOW
+    if (i, j) == TILE_NOW:
+        return "now"
+    return "done" if j < now_j or (j == now_j and i < now_i) else "not yet"
+
+
 def ch10_tiling():
-    fig, ax = canvas(6.0, 5.0, "FlashAttention: one tile of scores at a time")
+    fig, ax = canvas(6.0, 5.6, "FlashAttention: one tile of scores at a time")
     sizes = tiles()
     scale = 2.9 / TILE_T  # inches per position
-    x0, top = 1.55, 3.95
+    x0, top = 1.55, 4.45
     edges = [0]
     for s in sizes:
         edges.append(edges[-1] + s)
-    row = 1  # the block of queries drawn in progress
+    fill = {"done": NORM, "now": ATTN, "not yet": UNVISITED}
     for i, (a, b) in enumerate(zip(edges, edges[1:], strict=False)):
         for j, (c, d) in enumerate(zip(edges, edges[1:], strict=False)):
-            if i == row and j < 2:
-                fc = NORM  # done: folded into m, ℓ and o
-            elif i == row and j == 2:
-                fc = ATTN  # the one tile in memory now
-            else:
-                fc = "#f4f4f4"
+            fc = fill[tile_state(i, j)]
             corner = (x0 + c * scale, top - b * scale)
             ax.add_patch(Rectangle(corner, (d - c) * scale, (b - a) * scale, fc=fc, ec=INK, lw=1.0))
     for j, s in enumerate(sizes):
         small(ax, x0 + (edges[j] + s / 2) * scale, top + 0.15, f"{s}", va="bottom")
-    small(ax, x0 + TILE_T * scale / 2, top + 0.5, f"keys and values in blocks (T = {TILE_T})")
+    head = f"outer loop: keys and values in blocks (T = {TILE_T}) →"
+    small(ax, x0 + TILE_T * scale / 2, top + 0.5, head)
     for i, s in enumerate(sizes):
         small(ax, x0 - 0.1, top - (edges[i] + s / 2) * scale, f"{s}", ha="right")
-    text(ax, 0.45, top - TILE_T * scale / 2, "queries", size=SMALL, rotation=90)
-    # the running quantities of the row in progress
-    y = top - (edges[row] + sizes[row] / 2) * scale
-    box(ax, 5.3, y, 1.1, 0.95, "m, ℓ, o\nper row", fc=STATE, size=SMALL)
-    arrow(ax, (x0 + TILE_T * scale + 0.05, y), (4.72, y))
-    legend(ax, 0.2, 0.62, [(NORM, "folded in"), (ATTN, "in memory now")])
+    side = "inner loop: queries in blocks"
+    text(ax, 0.45, top - TILE_T * scale / 2, side, size=SMALL, rotation=90)
+    # the running quantities of every query row wait in the slow memory between visits
+    now_i = TILE_NOW[0]
+    y = top - (edges[now_i] + sizes[now_i] / 2) * scale
+    box(ax, 5.4, y, 1.15, 1.45, "m, ℓ, o\nof each\nquery row,\nin slow\nmemory", fc=STATE, size=SMALL)
+    arrow(ax, (x0 + TILE_T * scale + 0.05, y), (4.8, y), style="<|-|>")
+    legend(ax, 0.2, 0.95, [(NORM, "folded in"), (ATTN, "in fast memory now")])
+    legend(ax, 0.2, 0.6, [(UNVISITED, "not visited yet")])
     small(ax, 3.0, 0.22, "never stored: the whole T × T table of scores", color=NOTE)
     return fig
 

@@ -54,8 +54,8 @@ DECODER = [
     ("dec_norm2", "add & LayerNorm", NORM, ""),
     ("dec_ffn", "feed-forward", FFN, "ch. 6"),
     ("dec_norm3", "add & LayerNorm", NORM, ""),
-    ("linear", "linear (tied)", EMBED, "ch. 7"),
-    ("softmax", "softmax", NORM, "ch. 7, 8"),
+    ("linear", "linear (tied)", EMBED, "ch. 6, 7"),
+    ("softmax", "softmax", NORM, "ch. 6, 7, 8"),
 ]
 # the locators' labels, without the base model's sizes (appendix A's model is smaller)
 COMPACT = {
@@ -77,8 +77,11 @@ LOCATORS = {
     "02": (ATTENTION, "Chapter 2: the attention in every attention block"),
     "03": (ATTENTION, "Chapter 3: many heads in every attention block"),
     "04": ({"src_pos", "tgt_pos"}, "Chapter 4: the positions"),
-    "05": (ENCODER_LAYER | {"memory"}, "Chapter 5: the encoder layer"),
-    "06": (DECODER_LAYER, "Chapter 6: the decoder layer"),
+    "05": (
+        ENCODER_LAYER | {"memory", "src_embed", "tgt_embed"},
+        "Chapter 5: the encoder layer, the embeddings",
+    ),
+    "06": (DECODER_LAYER | {"linear", "softmax"}, "Chapter 6: the decoder layer, the output"),
     "07": (EVERYTHING, "Chapter 7: the whole model, trained"),
     "08": (
         {"linear", "softmax", "loop", "dec_self", "dec_cross"},
@@ -86,7 +89,7 @@ LOCATORS = {
     ),
     "09": (EVERYTHING, "Chapter 9: the whole model, measured"),
     "10": (
-        ENCODER_LAYER | DECODER_LAYER - {"dec_cross", "dec_norm2"},
+        EVERYTHING - {"dec_cross", "dec_norm2", "memory"},
         "Chapter 10: what BERT and GPT kept",
     ),
     "A": (EVERYTHING, "Appendix A: every block, in NumPy"),
