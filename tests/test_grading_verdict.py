@@ -43,10 +43,40 @@ def test_every_graded_cell_is_judged_outside_the_kernel(name):
     judges = verdict.load_judges(nb)
     assert sorted(judges) == sorted(graded)
     sent = verdict.kernel_copy(nb, judges)
-    assert sum(verdict.KERNEL.strip() in c.source for c in sent.cells) == 1
+    kernel = verdict.KERNEL.replace("_AIAYN_PACKAGE", repr(verdict.package_folder())).strip()
+    assert sum(kernel in c.source for c in sent.cells) == 1
     for cell in sent.cells:  # a judged cell runs its hidden half only
         if cell.metadata.get("nbgrader", {}).get("grade_id") in judges:
             assert cell.source.startswith("### BEGIN HIDDEN TESTS"), cell.source[:80]
+    for cell in sent.cells:  # every cell with hidden code runs without history
+        hidden = bool(verdict.HIDDEN.search(cell.source)) and cell.cell_type == "code"
+        assert bool(cell.metadata.get(verdict.HIDDEN_FLAG)) == hidden, cell.source[:80]
+        if hidden:
+            assert "_aiayn_forget()" in cell.source
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_a_later_parts_tests_get_the_reference_of_an_earlier_missing_part(name):
+    nb = _read(name)
+    judges, references = verdict.load_judges(nb), verdict.load_references(nb)
+    answers = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert sorted(references) == sorted(answers) and len(answers) >= 2
+    sent = verdict.kernel_copy(nb, judges, references)
+    met = []
+    for cell in sent.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in references:
+            met.append(gid)
+        elif gid in judges:  # the references of the parts before this test's own
+            for earlier in answers:
+                names, code = references[earlier]
+                assert (repr(code) in cell.source) == (earlier in met[:-1]), (gid, earlier)
+    # run in a namespace: a missing earlier answer is put in for the cell and taken out
+    first = references[answers[0]]
+    block = verdict.REFERENCE.format(names=list(first[0]), code=f"def {first[0][0]}(): return 'reference'\n")
+    namespace = {"_aiayn_missing": []}
+    exec(block + verdict.UNREFERENCE.replace("for _aiayn_name", "seen = dict(globals())\nfor _aiayn_name"), namespace)
+    assert namespace["seen"][first[0][0]]() == "reference" and first[0][0] not in namespace
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -69,6 +99,9 @@ def test_the_scan_names_what_a_hostile_answer_uses():
         "x = y.as_subclass(T)": "a tensor subclass",
         "torch.testing.assert_close = f": "torch.testing.assert_close",
         "import sys\ndel sys.modules['aiayn_helpers']": "sys.modules",
+        "import os\nos.sys.modules.pop(name)": "sys.modules",
+        "m = __import__('sys').modules": "sys.modules",
+        "importlib.import_module('aiayn_' + 'helpers')": "importlib",
         "f = getattr(F, 'scaled_dot_' + 'product_attention')": "getattr with a computed name",
         "_check_own_work = print": "the grader's hidden names assigned (_check_own_work)",
         "exec(base64.b64decode(s))": "exec",
@@ -90,6 +123,9 @@ def test_a_record_is_plain_data_checked_before_use():
         {**_tensor(array), "shape": [-2, -3]},
         {**_tensor(array), "b64": "not base64!"},
         {"__float__": "1e999999"},
+        {**_tensor(array), "shape": [2**64]},  # once an OverflowError: NOT GRADED
+        {**_tensor(array), "shape": [2**32, 2**32, 0, 2**64]},
+        {**_tensor(array), "shape": [1] * 100},
     ]
     for value in bad:
         with pytest.raises(ValueError):
@@ -117,6 +153,7 @@ def test_a_test_passes_only_on_one_readable_record_its_judge_accepts():
         ((error,), "f: its hidden tests did not run (NotExecuted: the sandbox stopped)"),
         ((_record({"answer": 14}), _record({"answer": 14})), "f: the cell sent 2 results, not one"),
         ((_record({"answer": {"__tensor__": "object"}}),), "f: its result could not be read"),
+        ((_record({"answer": {"__tensor__": "float64", "shape": [2**64], "b64": ""}}),), "f: its result could not"),
         ((_record({"__error__": "ValueError: no"}),), "f fails the runs without error check: ValueError: no"),
         ((_record([1, 2]),), "f fails the kind of result check"),
         # a kernel error beside a good record is the kernel's word, not the verdict
@@ -127,8 +164,23 @@ def test_a_test_passes_only_on_one_readable_record_its_judge_accepts():
         failure = verdict.judge_cell(cell, "f", judge, 7)
         if expected is None:
             assert failure is None, (outputs, failure)
-            assert [o.output_type for o in cell.outputs] == ["stream"] * (printed in outputs)
+            # nothing printed while the hidden tests ran is kept (it may quote them)
+            assert cell.outputs == [], (outputs, cell.outputs)
         else:
             assert failure is not None and failure.startswith(expected), (outputs, failure)
             errors = [o for o in cell.outputs if o.output_type == "error"]
             assert len(errors) == 1 and errors[0].evalue == failure
+
+
+def test_the_books_objects_the_kernel_found_fail_the_own_work_check_where_imports_do():
+    def judge(got, seed):
+        if got["own"]["imported"]:  # as assignment 1's _check_own_work
+            raise AssertionError(f"f fails the own work check: {got['own']['imported'][0]} was imported")
+
+    found: list = []
+    record = _record({"own": {"imported": []}})
+    record["metadata"] = {verdict.MIME: {"package": ["aiayn_helpers.attention.scaled_dot_product_attention"]}}
+    failure = verdict.judge_cell(_cell(record), "f", judge, 7, found)
+    assert failure == "f fails the own work check: aiayn_helpers.attention.scaled_dot_product_attention was imported"
+    assert found == ["aiayn_helpers.attention.scaled_dot_product_attention"]
+    assert verdict.judge_cell(_cell(_record({"own": {"imported": []}})), "f", judge, 7) is None

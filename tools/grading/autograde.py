@@ -40,6 +40,7 @@ from traitlets import Bool, Integer, List, Unicode
 
 from . import budget, verdict
 from .decisions import LatePolicy
+from .feedback import image_metadata, safe_markdown2html
 from .gradebook import use_this_python
 from .outputs import _clean_output, merge_outputs, not_executed  # noqa: F401
 from .repair import RecoverCells, RestoreCells, _course_of, note
@@ -77,9 +78,9 @@ class SandboxedExecute(Execute):
     timeout.tag(config=True)
 
     def preprocess(self, nb, resources, retry=None):
-        judges, hidden = self._judges(resources)
+        judges, hidden, references = self._judges(resources)
         seed = verdict.new_seed()
-        sent = verdict.kernel_copy(nb, judges)
+        sent = verdict.kernel_copy(nb, judges, references)
         if not self.sandbox:
             self.log.warning("Executing WITHOUT a sandbox (--unsandboxed)")
             os.environ[verdict.SEED_ENV] = str(seed)
@@ -99,21 +100,27 @@ class SandboxedExecute(Execute):
                 why = f"NOT GRADED: {err} (a problem of this machine: grade again)"
                 self._note(resources, why)
                 raise
-        verdicts = verdict.judge_notebook(nb, judges, seed)
+        found: list[str] = []  # objects of the book's package in the kernel
+        verdicts = verdict.judge_notebook(nb, judges, seed, found)
         self._report(nb, resources, verdicts, reason, hidden)
+        if found:
+            objects = ", ".join(found[:10])
+            self._note(resources, f"the book's package in the kernel: {objects}")
         return nb, resources
 
-    def _judges(self, resources) -> tuple[dict, set[str]]:
-        """The judges of the course's source notebook (never the submission's)."""
+    def _judges(self, resources) -> tuple[dict, set[str], dict]:
+        """The judges and the reference answers of the course's source notebook
+        (never the submission's)."""
         course, ids = _course_of(resources), resources.get("nbgrader") or {}
         if course is None or not ids.get("assignment") or not ids.get("notebook"):
-            return {}, set()
+            return {}, set(), {}
         path = course / "source" / ids["assignment"] / f"{ids['notebook']}.ipynb"
         if not path.is_file():
             self.log.warning("%s is missing: the kernel's outputs score it", path)
-            return {}, set()
+            return {}, set(), {}
         source = nbformat.read(path, as_version=4)
-        return verdict.load_judges(source), verdict.hidden_names(source)
+        judges, hidden = verdict.load_judges(source), verdict.hidden_names(source)
+        return judges, hidden, verdict.load_references(source)
 
     def _report(self, nb, resources, verdicts, reason: str, hidden: set[str]) -> None:
         """What the instructor should know: why the sandbox stopped, and the constructs
@@ -189,7 +196,7 @@ class SandboxedExecute(Execute):
         if why and reason.startswith(why):
             self._note(resources, budget.stopped(key, self.student_timeout))
         if reason:
-            self.log.warning("%s; sandbox log:\n%s", reason, log[-3000:])
+            self.log.warning("%s; sandbox log:\n%s", reason, plain(log[-3000:]))
         return merge_outputs(nb, frames, reason or "this cell did not run"), reason
 
 
@@ -212,6 +219,8 @@ WITHHELD = "[output withheld: it quotes the hidden tests]\n"
 # what feedback shows of a rich output: no HTML, scripts, SVG or widgets of a
 # submission, which would run when the instructor or the student opens the page
 SAFE_DATA = ("text/plain", "image/png", "image/jpeg")
+IMAGES = {"image/png", "image/jpeg"}
+BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
@@ -225,9 +234,15 @@ def safe_output(out):
     if out.output_type not in ("display_data", "execute_result"):
         return out
     data = {k: v for k, v in out.get("data", {}).items() if k in SAFE_DATA}
+    for kind in IMAGES & set(data):  # base64 text only (it goes into an attribute)
+        if not isinstance(data[kind], str) or not BASE64.fullmatch(data[kind]):
+            del data[kind]
     if len(data) < len(out.get("data", {})) and "text/plain" not in data:
         data["text/plain"] = "[rich output not shown in feedback]"
     out.data = data
+    # nbconvert writes an image's width and height into its <img> tag unquoted:
+    # numbers only, and no other metadata (file names, flags) of a submission
+    out.metadata = image_metadata(out.get("metadata"), IMAGES & set(data))
     return out
 
 
@@ -255,7 +270,9 @@ class HideHiddenTests(NbGraderPreprocessor):
             cell.source = HIDDEN.sub(HIDDEN_NOTE, cell.source)
             locked = (cell.metadata.get("nbgrader") or {}).get("locked")
             if cell.cell_type == "markdown" and not locked:  # no raw HTML of a student
-                cell.source = cell.source.replace("<", "&lt;")
+                # and no math for MathJax (its \href makes links of any scheme)
+                text = cell.source.replace("<", "&lt;")
+                cell.source = f'<div class="tex2jax_ignore">\n\n{text}\n\n</div>'
             if cell.cell_type != "code":
                 continue
             outputs = []
@@ -297,6 +314,8 @@ def configure(c) -> None:
         GetGrades,
         CSSHTMLHeaderPreprocessor,
     ]
+    # Markdown on a feedback page: no tag, attribute or address that runs script
+    c.HTMLExporter.filters = {"markdown2html": safe_markdown2html}
 
 
 def nbgrader(*args: str, course: Path, quiet: bool = False, check: bool = True) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 
@@ -68,3 +69,123 @@ def stamp_feedback(course: Path, rows: list[dict]) -> int:
             page.write_text(text[:at] + grade_box(row) + text[at:], encoding="utf-8")
             count += 1
     return count
+
+
+# What a feedback page keeps of the HTML that Markdown renders to (a student's
+# Markdown cell, or text a submission printed as Markdown): these tags, these
+# attributes, links only to http(s), mailto or a relative address; any other tag
+# is shown as text, any other attribute or address dropped. Nothing in a page
+# built from a submission can then run script (see ``sanitize_html``).
+TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details",
+    "div", "dl", "dt", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img",
+    "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "summary", "sup",
+    "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+}  # fmt: skip
+VOID = {"br", "hr", "img"}
+ATTRIBUTES = {"class", "id", "title", "align", "colspan", "rowspan", "start", "alt"}
+URLS = {"href", "src"}  # a: href, img: src
+NUMBERS = {"width", "height"}
+SCHEME = re.compile(r"[a-z][a-z0-9+.\-]*:", re.I)
+SAFE_SCHEMES = ("http:", "https:", "mailto:")
+ALIGN = re.compile(r"text-align: *(left|right|center);?")
+DIGITS = re.compile(r"\d{1,5}")
+
+
+def safe_url(value: str) -> bool:
+    """Whether ``value`` (an attribute's text, entities decoded) is an http(s),
+    mailto or relative address. Browsers ignore tabs, newlines and control
+    characters in a scheme (``java\\tscript:``), so the check ignores them too."""
+    compact = re.sub(r"[\x00-\x20\x7f]+", "", value)
+    scheme = SCHEME.match(compact)
+    return scheme is None or scheme[0].lower() in SAFE_SCHEMES
+
+
+def safe_number(value) -> int | None:
+    """An image's width or height as a whole number of pixels, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and 0 <= value < 100_000:
+        return int(value)
+    if isinstance(value, str) and DIGITS.fullmatch(value.strip()):
+        return int(value)
+    return None
+
+
+class _Sanitizer(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+
+    def _attributes(self, tag: str, attrs) -> str:
+        kept = []
+        for name, value in attrs:
+            value = value or ""
+            if name in URLS and tag in ("a", "img") and safe_url(value):
+                kept.append((name, value))
+            elif name in NUMBERS and tag == "img" and safe_number(value) is not None:
+                kept.append((name, str(safe_number(value))))
+            elif name == "style" and ALIGN.fullmatch(value.strip()):
+                kept.append((name, value.strip()))
+            elif name in ATTRIBUTES:
+                kept.append((name, value))
+        return "".join(f' {n}="{html.escape(v, quote=True)}"' for n, v in kept)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in TAGS:
+            self.out.append(f"<{tag}{self._attributes(tag, attrs)}>")
+        else:
+            self.out.append(html.escape(self.get_starttag_text() or f"<{tag}>"))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag):
+        if tag in TAGS and tag not in VOID:
+            self.out.append(f"</{tag}>")
+        elif tag not in VOID:
+            self.out.append(html.escape(f"</{tag}>"))
+
+    def handle_data(self, data):
+        self.out.append(html.escape(data, quote=False))
+
+
+def sanitize_html(text: str) -> str:
+    """``text`` (HTML) with only ``TAGS`` as tags and only safe attributes: no event
+    handler, no ``javascript:`` (or any other scheme but http, https, mailto)
+    address, image sizes only as numbers; the rest shown as text. Comments go."""
+    parser = _Sanitizer()
+    parser.feed(text)
+    parser.close()
+    return "".join(parser.out)
+
+
+def safe_markdown2html(source: str) -> str:
+    """nbconvert's ``markdown2html`` for feedback pages: the same Markdown (math kept
+    as text for MathJax), its HTML through ``sanitize_html`` (configured in
+    autograde.configure as the HTML exporter's filter)."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    renderer = IPythonRenderer(escape=False, allow_harmful_protocols=False)
+    return sanitize_html(MarkdownWithMath(renderer=renderer).render(source))
+
+
+def image_metadata(metadata, kinds) -> dict:
+    """An image output's metadata for a feedback page: per image kind of ``kinds``,
+    only its width and height, as whole numbers (nbconvert writes them into the
+    ``<img>`` tag unquoted), and its alt text; nothing else (no file names)."""
+    kept = {}
+    metadata = metadata if isinstance(metadata, dict) else {}
+    for kind in kinds:
+        own = metadata.get(kind) if isinstance(metadata.get(kind), dict) else {}
+        sizes = {}
+        for key in ("width", "height"):
+            number = safe_number(own.get(key, metadata.get(key)))
+            if number is not None:
+                sizes[key] = number
+        alt = own.get("alt", metadata.get("alt"))
+        if isinstance(alt, str):
+            sizes["alt"] = alt[:500]
+        if sizes:
+            kept[kind] = sizes
+    return kept

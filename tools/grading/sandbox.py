@@ -61,26 +61,79 @@ from .limits import (  # noqa: F401 (re-exported)
 # Runs inside the sandbox, as ``python -I`` from / (nothing of the submission on its
 # path): says it started, copies the handed-in files into the size-limited /submission,
 # reads the notebook from stdin and sends each executed cell out as one JSON line on
-# the file descriptor argv[1]. The process is made non-dumpable so that the kernel
-# (same user) can neither read its memory nor open its descriptors. The kernel starts
-# isolated too, from /, and only then changes to /submission.
+# the file descriptor argv[1], its first line saying it started. The process is made
+# non-dumpable so that the kernel (same user) can neither read its memory nor open its
+# descriptors, and the kernel inherits none of the runner's: its standard output and
+# error go to /dev/null (once the log, which a kernel could write to fake a failure of
+# the host). Past argv[3] characters of output in all, the runner stops (an endless
+# printer meets that cap long before the memory limit). The grader's hidden cells
+# (``aiayn_hidden``) run without history. The kernel starts isolated too, from /, and
+# only then changes to /submission.
 RUNNER = r"""
-import ctypes, json, os, shutil, sys
+import ctypes, json, os, shutil, subprocess, sys
 print(STARTED, flush=True)
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-for here, _, names in os.walk("/handed-in"):
-    there = "/submission" + here[len("/handed-in"):]
-    os.makedirs(there, exist_ok=True)
-    for name in names:
-        shutil.copyfile(os.path.join(here, name), os.path.join(there, name))
+out = os.fdopen(int(sys.argv[1]), "w")
+os.set_inheritable(out.fileno(), False)
+out.write(json.dumps({"started": True}) + "\n")  # the grader's proof that it started
+out.flush()
+try:
+    for here, _, names in os.walk("/handed-in"):
+        there = "/submission" + here[len("/handed-in"):]
+        os.makedirs(there, exist_ok=True)
+        for name in names:
+            shutil.copyfile(os.path.join(here, name), os.path.join(there, name))
+except OSError as err:  # the handed-in files do not fit /submission
+    out.write(json.dumps({"files": f"{type(err).__name__}: {err.strerror}"}) + "\n")
+    out.flush()
+    os._exit(4)
 import nbformat
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
-out = os.fdopen(int(sys.argv[1]), "w")
-os.set_inheritable(out.fileno(), False)
 nb = nbformat.reads(sys.stdin.read(), as_version=4)
 sys.stdin.close()
+MAX_OUTPUT, seen, CELL, kept, dropped = int(sys.argv[3]), [0], 1 << 24, {}, set()
+def size(value, limit):  # characters of a message's content, counted up to limit
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    total = 0
+    for v in value.values() if isinstance(value, dict) else value if isinstance(
+            value, list) else ():
+        total += size(v, limit - total)
+        if total > limit:
+            break
+    return total
+class Runner(NotebookClient):
+    def process_message(self, msg, cell, cell_index):
+        # all the kernel sends counts: past MAX_OUTPUT the runner stops, before
+        # the outputs it holds can reach the memory limit
+        seen[0] += size(msg.get("content", {}), MAX_OUTPUT) + sum(
+            len(b) for b in msg.get("buffers") or [])
+        if seen[0] > MAX_OUTPUT:
+            import resource
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10  # MiB
+            out.write(json.dumps({"too_much": True, "peak_mib": peak}) + "\n")
+            out.flush()
+            os._exit(3)
+        return super().process_message(msg, cell, cell_index)
+    def output(self, outs, msg, display_id, cell_index):
+        # a cell keeps at most 16 MiB of output (a frame's limit); the rest is
+        # counted above, not held
+        kept[cell_index] = kept.get(cell_index, 0) + size(msg.get("content", {}), CELL)
+        if kept[cell_index] <= CELL:
+            return super().output(outs, msg, display_id, cell_index)
+        if cell_index not in dropped:
+            dropped.add(cell_index)
+            outs.append(nbformat.v4.new_output("stream", name="stdout",
+                        text="[output trimmed: more than 16 MiB from this cell]\n"))
+        return None
+    async def async_execute_cell(self, cell, cell_index, execution_count=None,
+                                 store_history=True):
+        # the grader's hidden cells leave no trace in In, Out, _ih, _oh, %history
+        hidden = bool(cell.get("metadata", {}).get("aiayn_hidden"))
+        return await super().async_execute_cell(
+            cell, cell_index, execution_count, store_history=not hidden)
 def trim(value, limit=1 << 20):
     if isinstance(value, str) and len(value) > limit:
         more = len(value) - limit
@@ -111,7 +164,7 @@ km = AsyncKernelManager(kernel_name="python3")
 km._kernel_spec = KernelSpec(
     argv=[sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
     display_name="Python 3", language="python")
-NotebookClient(
+runner = Runner(
     nb, km=km, timeout=int(sys.argv[2]), interrupt_on_timeout=True, allow_errors=True,
     raise_on_iopub_timeout=True, record_timing=False, on_cell_executed=send,
     extra_arguments=[
@@ -122,7 +175,14 @@ NotebookClient(
     error_on_timeout={
         "ename": "CellTimeoutError", "evalue": "",
         "traceback": ["CellTimeoutError: No reply from kernel before timeout"]},
-).execute()
+)
+try:  # the kernel's output and errors go nowhere: never to the log
+    runner.execute(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+except Exception as err:  # a dead kernel, a time limit: said on the channel
+    first = (str(err).splitlines() or [""])[0]
+    out.write(json.dumps({"stopped": f"{type(err).__name__}: {first}"[:300]}) + "\n")
+    out.flush()
+    raise
 """.replace("STARTED", repr("aiayn-runner: started"))
 STARTED = "aiayn-runner: started"
 # What is never copied into the sandbox: code that Python could import or load.
@@ -280,7 +340,7 @@ def _run(nb, files, submitted, cgroup, uid, processes, **limits):
         reader = threading.Thread(target=read_frames, daemon=True)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [*cmd, python(), "-I", "-c", RUNNER, str(write_end), str(cell_timeout)],
+                [*cmd, python(), "-I", "-c", RUNNER, str(write_end), str(cell_timeout), str(max_output)],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -313,17 +373,6 @@ def _run(nb, files, submitted, cgroup, uid, processes, **limits):
                 proc.wait()
         reader.join(timeout=10)
         log_text = log_path.read_bytes()[-20000:].decode(errors="replace")
-        if not reason and proc.returncode != 0:
-            code = proc.returncode
-            if STARTED not in log_text:  # bwrap, setpriv or prlimit failed: the host
-                last = (log_text.strip().splitlines() or ["(no message)"])[-1][:300]
-                raise SandboxFailed(f"the sandbox did not start (exit {code}: {last})")
-            reason = f"the sandbox stopped (exit {code}) before this cell ran"
-        kills = cgroup_kills(cgroup)
-        if kills:
-            hit = f"the sandbox hit its memory limit ({memory >> 20} MiB as a whole)"
-            hit += f": {kills} process(es) stopped"
-            reason = f"{hit}; {reason}" if reason else hit
         frames = []
         for line in b"".join(chunks).split(b"\n"):
             try:
@@ -332,4 +381,34 @@ def _run(nb, files, submitted, cgroup, uid, processes, **limits):
                 continue
             if isinstance(frame, dict):
                 frames.append(frame)
+        # the runner's first line on its own channel, which no process of the
+        # submission holds: without it, bwrap, setpriv or prlimit failed (the host)
+        started = bool(frames) and frames[0] == {"started": True}
+        files = [str(f["files"])[:200] for f in frames if "files" in f]
+        if files and not reason:
+            reason = f"the handed-in files did not fit the sandbox ({files[0]})"
+        peaks = [f.get("peak_mib") for f in frames if f.get("too_much") is True]
+        if peaks and not reason:
+            reason = f"the notebook wrote more than {max_output >> 20} MiB of output"
+            if isinstance(peaks[0], int):
+                reason += f" (stopped there, the runner holding {peaks[0]} MiB at most)"
+        stopped = [str(f["stopped"]) for f in frames if "stopped" in f]
+        if stopped and not reason:
+            reason = f"the notebook's run stopped before this cell ({stopped[0]})"
+        if not reason and proc.returncode != 0:
+            code = proc.returncode
+            if not started:
+                last = (log_text.strip().splitlines() or ["(no message)"])[-1][:300]
+                raise SandboxFailed(f"the sandbox did not start (exit {code}: {last})")
+            reason = (
+                f"the sandbox stopped (exit {code}) before this cell ran: its runner "
+                "ended after the submission's code started (the submission's doing, "
+                "e.g. a process of it killed the runner)"
+            )
+        kills = cgroup_kills(cgroup)
+        if kills:
+            hit = f"the sandbox hit its memory limit ({memory >> 20} MiB as a whole)"
+            hit += f": {kills} process(es) stopped"
+            reason = f"{hit}; {reason}" if reason else hit
+        frames = [f for f in frames if "index" in f]
     return frames, reason, log_text

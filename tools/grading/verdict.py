@@ -78,6 +78,59 @@ def _grade(name, collect, judge):  # the grader's: the result leaves as data
             return {str(k): _enc(v, depth + 1) for k, v in x.items()}
         return {"__type__": type(x).__name__}
 
+    def _package():  # objects of the book's package in this kernel, by identity
+        import builtins as _bi, gc as _gc, types as _t
+
+        def ident(o):
+            kind = type(o)
+            if kind is _t.MethodType:
+                return ident(o.__func__)
+            if kind is _t.FunctionType:
+                where = o.__code__.co_filename
+                owner = str(o.__globals__.get("__name__", ""))
+                if where.startswith(_AIAYN_PACKAGE) or owner.split(".")[0] == "aiayn_helpers":
+                    return f"{o.__module__}.{o.__qualname__}"
+            elif kind is _t.ModuleType:
+                where = str(o.__dict__.get("__file__") or "")
+                if o.__name__.split(".")[0] == "aiayn_helpers" or where.startswith(_AIAYN_PACKAGE):
+                    return f"{o.__name__} (a module)"
+            elif issubclass(kind, type):
+                if str(o.__dict__.get("__module__", "")).split(".")[0] == "aiayn_helpers":
+                    return f"{o.__module__}.{o.__qualname__}"
+            elif str(kind.__dict__.get("__module__", "")).split(".")[0] == "aiayn_helpers":
+                return f"an instance of {kind.__module__}.{kind.__qualname__}"
+            return None
+
+        held = {}  # what the notebook's names (and builtins) hold, however reached
+        for where, space in (("", globals()), ("builtins.", vars(_bi))):
+            for name, value in list(space.items()):
+                inner = [value]
+                if type(value) is _t.FunctionType:
+                    for cell in value.__closure__ or ():
+                        try:
+                            inner.append(cell.cell_contents)
+                        except ValueError:  # an empty cell
+                            pass
+                    inner += list(value.__defaults__ or ()) + list((value.__kwdefaults__ or {}).values())
+                elif isinstance(value, type):
+                    inner += list(vars(value).values())
+                for o in inner:
+                    try:
+                        found = ident(o)
+                    except Exception:
+                        continue
+                    if found:
+                        held[f"{found} (as {where}{name})"] = None
+        alive = 0  # and every such function, class or module alive in memory
+        for o in _gc.get_objects():
+            kind = type(o)
+            if kind is _t.FunctionType or kind is _t.ModuleType or issubclass(kind, type):
+                try:
+                    alive += ident(o) is not None
+                except Exception:
+                    continue
+        return sorted(held)[:15] + ([f"{alive} of its functions, classes and modules in memory"] if alive else [])
+
     try:
         got = collect(int(_os.environ.get("AIAYN_GRADING_SEED", "0")))
     except AssertionError as err:  # a helper's _fail: the property is named
@@ -85,8 +138,61 @@ def _grade(name, collect, judge):  # the grader's: the result leaves as data
     except Exception as err:
         first = str(err).splitlines()[0] if str(err) else ""
         got = {"__error__": f"{type(err).__name__}: {first}"[:500]}
-    _display({"application/x-aiayn-result+json": _enc(got)}, raw=True)
+    try:
+        package = _package()
+    except Exception as err:
+        package = [f"(the search failed: {type(err).__name__})"]
+    mime = "application/x-aiayn-result+json"
+    _display({mime: _enc(got)}, metadata={mime: {"package": package}}, raw=True)
 """
+# Appended to each hidden part that runs in the kernel: its source out of the
+# kernel's line cache (inspect.getsource, tracebacks), and the test's two halves
+# gone. (The runner runs these cells without history: no In, Out, %history.)
+FORGET = r"""
+
+def _aiayn_forget():  # the grader's: this cell's code out of the kernel's caches
+    import linecache as _lc
+
+    for _cache in (_lc.cache, getattr(_lc, "_ipython_cache", {})):
+        for _key, _entry in list(_cache.items()):
+            _lines = _entry[2] if isinstance(_entry, tuple) and len(_entry) > 2 else []
+            if any("HIDDEN TESTS" in str(_line) for _line in _lines or []):
+                _cache.pop(_key, None)
+    for _name in ("_collect", "_judge"):
+        globals().pop(_name, None)
+
+
+_aiayn_forget()
+del _aiayn_forget
+"""
+# Put before a test cell's hidden part when an earlier part's answer is missing
+# (a syntax error, an exception before the definition, a deleted name): that
+# part's reference answer from the course's source notebook, for this cell only.
+REFERENCE = r"""
+_aiayn_gone = [n for n in {names!r} if n not in globals()]
+_aiayn_missing += _aiayn_gone
+if _aiayn_gone:
+    exec(compile({code!r}, "<reference>", "exec"), globals())
+del _aiayn_gone
+"""
+UNREFERENCE = r"""
+for _aiayn_name in _aiayn_missing:
+    globals().pop(_aiayn_name, None)
+del _aiayn_missing
+"""
+HIDDEN_FLAG = "aiayn_hidden"  # cell metadata: the runner runs it without history
+
+
+def package_folder() -> str:
+    """The folder of the book's package (aiayn_helpers) as the kernel sees it (the
+    sandbox binds it at its real path), ending in a separator; '' if none."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("aiayn_helpers")
+    if spec is None or not spec.origin:
+        return "\0"  # no file name starts with it
+    return os.path.join(os.path.dirname(os.path.realpath(spec.origin)), "")
 
 
 class Foreign:
@@ -119,10 +225,16 @@ def decode(value, depth: int = 0):
             isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
         ):
             raise ValueError(f"a tensor of shape {shape!r}")
+        if len(shape) > 32:
+            raise ValueError(f"a tensor of {len(shape)} dimensions")
+        count = 1
+        for n in shape:  # Python's integers: no overflow, however large the shape
+            count *= n
         raw = base64.b64decode(str(value.get("b64", "")), validate=True)
         array = np.frombuffer(raw, dtype=np.dtype(dtype))
-        if array.size != int(np.prod(shape, dtype=np.int64)):
-            raise ValueError(f"{array.size} values for a shape {shape}")
+        if array.size != count:
+            shown = [n if n < 1 << 40 else f"{n:.3g}" for n in shape]
+            raise ValueError(f"{array.size} values for a shape {shown}")
         return torch.from_numpy(array.reshape(shape).copy())
     if "__float__" in value:
         text = value["__float__"]
@@ -164,25 +276,91 @@ def load_judges(source: NotebookNode) -> dict[str, tuple[str, object]]:
     return judges
 
 
-def kernel_copy(nb: NotebookNode, judges: Mapping) -> NotebookNode:
+def load_references(source: NotebookNode) -> dict[str, tuple[list[str], str]]:
+    """{grade_id: (names it defines, code)} of the answer cells of the course's
+    ``source`` notebook: the instructor's solutions, the reference answers."""
+    references = {}
+    for cell in source.cells:
+        meta = cell.get("metadata", {}).get("nbgrader") or {}
+        if cell.cell_type != "code" or not meta.get("solution") or not _grade_id(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        names = sorted(
+            n for n in _assigned(tree)
+            if not any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in tree.body
+                       if n in {(a.asname or a.name).split(".")[0]
+                                for a in getattr(s, "names", [])})
+        )  # fmt: skip
+        if names:
+            references[_grade_id(cell)] = (names, cell.source)
+    return references
+
+
+def _patch_hidden(source: str, before: str, after: str) -> str:
+    """``source`` with ``before`` and ``after`` inside each of its hidden parts."""
+
+    def patch(match):
+        block = match.group(0)
+        head, rest = block.split("\n", 1) if "\n" in block else (block, "")
+        body, end = rest.rstrip("\n").rsplit("\n", 1) if "\n" in rest.rstrip("\n") else ("", rest)
+        middle = before + body + "\n" + after.strip("\n") + "\n"
+        return head + "\n" + middle + end + "\n"
+
+    return HIDDEN.sub(patch, source)
+
+
+def kernel_copy(nb: NotebookNode, judges: Mapping, references: Mapping | None = None) -> NotebookNode:
     """The copy of ``nb`` that runs where the student's code runs: each judged test
     cell holds only its hidden tests (the visible checks are the student's own first
     check: a failing one does not keep the hidden tests from running), and ``KERNEL``
-    ends the hidden part of the last helper cell before the first judged test."""
+    ends the hidden part of the last helper cell before the first judged test.
+
+    Every cell with a hidden part is flagged ``HIDDEN_FLAG`` (the runner runs it
+    without history) and its hidden part ends with ``FORGET``. A judged cell after
+    the answer of a later part gets, for each earlier part whose names are missing
+    from the kernel, that part's reference answer (``references``, from
+    ``load_references``) for the time of the cell: one slip costs one part.
+    """
     nb = nbformat.from_dict(nb)
+    references = references or {}
     code = [c.cell_type == "code" for c in nb.cells]
     judged = [i for i, c in enumerate(nb.cells) if code[i] and _grade_id(c) in judges]
     helpers = [
         c for c in nb.cells[: judged[0] if judged else 0]
         if c.cell_type == "code" and _grade_id(c) and HIDDEN.search(c.source)
     ]  # fmt: skip
-    for i in judged:
-        nb.cells[i].source = _hidden_code(nb.cells[i].source)
+    for cell in nb.cells:
+        cell.get("metadata", {}).pop(HIDDEN_FLAG, None)
+    answers: list[str] = []  # the answer cells met so far, in order
+    for i, cell in enumerate(nb.cells):
+        gid = _grade_id(cell)
+        if code[i] and gid in references:
+            answers.append(gid)
+        if i not in judged:
+            continue
+        cell.source = _hidden_code(cell.source)
+        before = after = ""
+        for earlier in answers[:-1]:  # the parts before this test's own
+            names, solution = references[earlier]
+            before += REFERENCE.format(names=list(names), code=solution)
+            after = UNREFERENCE
+        if before:  # the names put in for this cell, taken out after it
+            before = "_aiayn_missing = []\n" + before.lstrip("\n")
+        cell.source = _patch_hidden(cell.source, before, after + FORGET)
     if helpers:
         last = HIDDEN.findall(helpers[-1].source)[-1]
         body, end = last.rstrip("\n").rsplit("\n", 1)
-        patched = body + "\n" + KERNEL.strip("\n") + "\n" + end + "\n"
+        kernel = KERNEL.replace("_AIAYN_PACKAGE", repr(package_folder()))
+        patched = body + "\n" + kernel.strip("\n") + "\n" + end + "\n"
         helpers[-1].source = helpers[-1].source.replace(last, patched)
+    for i, cell in enumerate(nb.cells):
+        if code[i] and _grade_id(cell) and HIDDEN.search(cell.source):
+            if i not in judged:
+                cell.source = _patch_hidden(cell.source, "", FORGET)
+            cell.metadata[HIDDEN_FLAG] = True
     return nb
 
 
@@ -201,11 +379,25 @@ def _is_record(output) -> bool:
     return kind == "display_data" and isinstance(data, Mapping) and MIME in data
 
 
-def judge_cell(cell, name: str, judge, seed: int) -> str | None:
-    """Judge one test cell from its record; set its outputs; the failure, or None."""
+def package_found(record) -> list[str]:
+    """What a record's kernel found of the book's package (``KERNEL``'s search)."""
+    meta = record.get("metadata") if isinstance(record, Mapping) else None
+    meta = meta.get(MIME) if isinstance(meta, Mapping) else None
+    package = meta.get("package") if isinstance(meta, Mapping) else None
+    if not isinstance(package, list):
+        return []
+    return [str(p)[:200] for p in package[:20]]
+
+
+def judge_cell(cell, name: str, judge, seed: int, found: list | None = None) -> str | None:
+    """Judge one test cell from its record; set its outputs; the failure, or None.
+    ``found``: a list the objects of the book's package the kernel held are added to.
+    """
     records = [o for o in cell.outputs if _is_record(o)]
     errors = [o for o in cell.outputs if o.get("output_type") == "error"]
-    kept = [o for o in cell.outputs if not _is_record(o) and o not in errors]
+    # nothing the hidden tests printed (the student's code may print what it saw
+    # of them) reaches the notebook or the feedback: only the verdict
+    kept: list = []
     failure = None
     if len(records) != 1 and errors:
         first = errors[0]
@@ -219,8 +411,16 @@ def judge_cell(cell, name: str, judge, seed: int) -> str | None:
     else:
         try:
             got = decode(records[0]["data"][MIME])
-        except (ValueError, TypeError) as err:
-            got, failure = None, f"{name}: its result could not be read ({err})"
+        except Exception as err:  # an absurd record fails its test, never the grading
+            why = f"{type(err).__name__}: {str(err)[:300]}"
+            got, failure = None, f"{name}: its result could not be read ({why})"
+        package = package_found(records[0])
+        if package and found is not None:
+            found.extend(p for p in package if p not in found)
+        own = got.get("own") if isinstance(got, dict) else None
+        if package and isinstance(own, dict) and isinstance(own.get("imported"), list):
+            # the own-work check sees the package's objects, whatever their names
+            own["imported"] = sorted(set(map(str, own["imported"])) | set(package))
         if failure is None and isinstance(got, dict) and "__failed__" in got:
             failure = str(got["__failed__"])
             if not failure.startswith(f"{name} fails the "):
@@ -239,14 +439,15 @@ def judge_cell(cell, name: str, judge, seed: int) -> str | None:
     return failure
 
 
-def judge_notebook(nb: NotebookNode, judges: Mapping, seed: int) -> dict:
-    """Each judged test cell of ``nb`` (outputs from the kernel) given its verdict."""
+def judge_notebook(nb: NotebookNode, judges: Mapping, seed: int, found: list | None = None) -> dict:
+    """Each judged test cell of ``nb`` (outputs from the kernel) given its verdict;
+    ``found``: see ``judge_cell``."""
     verdicts = {}
     for cell in nb.cells:
         gid = _grade_id(cell)
         if cell.cell_type == "code" and gid in judges:
             name, judge = judges[gid]
-            verdicts[gid] = judge_cell(cell, name, judge, seed)
+            verdicts[gid] = judge_cell(cell, name, judge, seed, found)
     return verdicts
 
 
@@ -335,8 +536,11 @@ def suspicious(source: str, hidden: set[str] | frozenset = frozenset()) -> list[
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and ATTRIBUTES.get(node.attr):
             found[ATTRIBUTES[node.attr]] = None
-        elif isinstance(node, ast.Attribute) and ast.unparse(node) == "sys.modules":
+        elif isinstance(node, ast.Attribute) and node.attr in ("modules", "sys"):
+            # sys.modules however reached (os.sys.modules, an alias of sys)
             found["sys.modules (imported modules hidden or replaced)"] = None
+        elif isinstance(node, ast.Constant) and "aiayn_helpers" in str(node.value):
+            found["the book's package named in a string (aiayn_helpers)"] = None
         elif isinstance(node, ast.Name) and node.id in CALLS:
             found[CALLS[node.id]] = None
         elif isinstance(node, ast.Attribute) and node.attr in CALLS:
