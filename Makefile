@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book translator bench-browser test test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export hub-links slides test-quick
+.PHONY: help setup data book translator bench-browser test test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -81,17 +81,18 @@ book: setup
 # builds the same and the translator's box says how to get it. BROWSER_EXPORT_FLAGS=--int8
 # for the quantised weights.
 TRANSLATOR := _build/html/_static/translator
-ORT_DIST := $(TOOLS)/translator/node_modules/onnxruntime-web/dist
+TRANSLATOR_NPM := .tools/translator
+ORT_DIST := $(TRANSLATOR_NPM)/node_modules/onnxruntime-web/dist
 BROWSER_EXPORT_FLAGS ?=
-$(TOOLS)/translator/.installed: tools/browser/package.json tools/browser/package-lock.json
-	mkdir -p $(TOOLS)/translator
-	cp tools/browser/package.json tools/browser/package-lock.json $(TOOLS)/translator/
-	npm ci --silent --no-audit --no-fund --ignore-scripts --prefix $(TOOLS)/translator
+$(TRANSLATOR_NPM)/.installed: tools/browser/package.json tools/browser/package-lock.json
+	mkdir -p $(TRANSLATOR_NPM)
+	cp tools/browser/package.json tools/browser/package-lock.json $(TRANSLATOR_NPM)/
+	npm ci --silent --no-audit --no-fund --ignore-scripts --prefix $(TRANSLATOR_NPM)
 	@touch $@
 
 translator: setup
 	@if command -v node >/dev/null && command -v npm >/dev/null; then \
-	  $(MAKE) --no-print-directory $(TOOLS)/translator/.installed && \
+	  $(MAKE) --no-print-directory $(TRANSLATOR_NPM)/.installed && \
 	  $(BIN)/python tools/export_browser.py --out $(TRANSLATOR)/model $(BROWSER_EXPORT_FLAGS) && \
 	  mkdir -p $(TRANSLATOR)/ort && \
 	  cp $(ORT_DIST)/ort.wasm.min.mjs $(ORT_DIST)/ort-wasm-simd-threaded.mjs $(ORT_DIST)/ort-wasm-simd-threaded.wasm \
@@ -170,7 +171,13 @@ collect: setup
 # a sandbox (tools/grade.py; the instructor guide).
 grade: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
-	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(GRADE_FLAGS)
+	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(if $(STUDENT),--student "$(STUDENT)") \
+		$(if $(REMOVE),--remove "$(REMOVE)") $(if $(WORKERS),--workers $(WORKERS)) $(GRADE_FLAGS)
+
+# How fast grading is with one sandbox at a time and with one per core (tools/bench_grading.py):
+# N copies of a mixed class of four submissions of assignment 1 (N=5: 20 submissions).
+bench-grading: setup
+	$(BIN)/python tools/bench_grading.py --copies $(or $(N),5)
 
 # Grades back to the course platform (tools/grading/export.py): _grading/grades.csv from the
 # gradebook and _grading/decisions.toml, and the platforms' import files in _grading/exports/.
