@@ -18,6 +18,12 @@ from .answer_keys import _describe, decode
 
 __all__ = ["quiz"]
 
+# What a front end that does not run the quiz's script shows instead of it: JupyterLab,
+# VS Code and nbviewer run no JavaScript stored in a notebook until its cell is run
+# again (an untrusted output), and fall back to the output's text/plain, which was
+# "<IPython.core.display.Javascript object>".
+RUN_TO_TAKE = "Self-check quiz: run this cell (Shift+Enter) to take it."
+
 
 def _quiz_questions(questions: Any) -> list[dict]:
     """The questions a quiz shows: a list, or :func:`encode`'s text of its JSON."""
@@ -100,6 +106,8 @@ def quiz(questions: list[dict] | str, key: str) -> None:
     # String(undefined)[0] is "u": the quiz skips typesetting (MathJax typesets the
     # page when it loads).
     jq_display.build_script = script
+    display_classes = jq_display.Javascript, jq_display.HTML
+    jq_display.Javascript, jq_display.HTML = _display_classes()
     state = random.getstate()
     random.seed(
         f"aiayn-quiz-{key}"
@@ -109,6 +117,23 @@ def quiz(questions: list[dict] | str, key: str) -> None:
     finally:
         random.setstate(state)
         jq_display.build_script = build_script
+        jq_display.Javascript, jq_display.HTML = display_classes
+
+
+def _display_classes() -> tuple[type, type]:
+    """jupyterquiz's two outputs, each with a text/plain of its own: the script's says
+    to run the cell (not the class's repr), the container's is empty."""
+    from IPython.display import HTML, Javascript
+
+    class Script(Javascript):
+        def __repr__(self) -> str:
+            return RUN_TO_TAKE
+
+    class Styled(HTML):
+        def __repr__(self) -> str:
+            return ""
+
+    return Script, Styled
 
 
 def _guard_mathjax(script: str) -> str:

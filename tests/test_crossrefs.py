@@ -15,6 +15,7 @@ that chapter N *shows* something must be kept by chapter N. Checked here, withou
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -22,6 +23,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from notebook_markdown import to_myst  # noqa: E402
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PAGES = sorted((ROOT / "book").glob("*.md"))
 
@@ -94,7 +98,9 @@ def texts() -> list[tuple[Path, str, str]]:
     out = []
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
-            out.append((path, cell.cell_type, cell.source))
+            # the chapters' JupyterLab links (tools/lab_markdown.py) as the site reads them
+            source = to_myst(cell.source) if cell.cell_type == "markdown" else cell.source
+            out.append((path, cell.cell_type, source))
     for path in PAGES:
         out.append((path, "markdown", path.read_text()))
     return [(p, k, re.sub(r"^%.*$", "", t, flags=re.MULTILINE) if k == "markdown" else t) for p, k, t in out]

@@ -25,7 +25,8 @@ from aiayn_helpers.config import BASE  # noqa: E402
 
 FIGURES = ROOT / "book" / "figures"
 INSERTS = FIGURES / "INSERTS.md"
-IMAGE = re.compile(r"!\[([^\]]*)\]\(\.\./book/figures/([\w-]+\.svg)\)")
+# ../book/figures/X.svg, or figures/X.svg (the copy beside the chapters, tools/lab_markdown.py)
+IMAGE = re.compile(r"!\[([^\]]*)\]\((?:\.\./book/)?figures/([\w-]+\.svg)\)")
 NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 PLAIN_SIZE = re.compile(r'<text style="[^"]*font-size: ([\d.]+)px')

@@ -13,6 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import lab_markdown  # noqa: E402
 import make_editions  # noqa: E402
 import make_student  # noqa: E402
 import plain_markdown as pm  # noqa: E402
@@ -76,7 +77,7 @@ Do it.
 
 #### Solution to Exercise 2.1
 
-![A figure of masks](SITE_images/ch02_masks.svg)
+![A figure of masks](MASKS)
 
 ```python
 (not-a-label)=
@@ -93,7 +94,11 @@ def _context() -> pm.Context:
 
 def test_plain_markdown_of_each_construct():
     url = pm.load_bibliography()["vaswani2017attention"].url
-    assert pm.plain(SAMPLE, _context()) == EXPECTED.replace("SITE", SITE).replace("URL", url)
+    masks = pm.figure_data_uri("../book/figures/ch02_masks.svg")
+    expected = EXPECTED.replace("SITE", SITE).replace("URL", url).replace("MASKS", masks)
+    assert pm.plain(SAMPLE, _context()) == expected
+    # the same sample as the chapters hold it in JupyterLab's form (tools/lab_markdown.py)
+    assert pm.plain(lab_markdown.Converter().convert(SAMPLE, "notebooks/02_x.html"), _context()) == expected
     assert pm.myst_syntax(pm.plain(SAMPLE, _context())) == []
     assert len(pm.myst_syntax(SAMPLE)) >= 10, "the check finds the syntax it must"
 
@@ -236,12 +241,31 @@ def _site_pages() -> set[str]:
     return {pm.page_of(p) for p in NOTEBOOKS} | book
 
 
+def test_figures_travel_inside_the_notebooks(editions):
+    """Every image of the editions' Markdown is a diagram embedded as a data: address of
+    its SVG, byte for byte book/figures' file, so it shows offline, in Colab and on GitHub
+    (they pointed at the published site, which offline or before publishing shows none)."""
+    import base64
+
+    drawn = {p.read_bytes() for p in (ROOT / "book" / "figures").glob("*.svg")}
+    seen = 0
+    for edition in ("student", "instructor"):
+        for path in _notebooks(editions[edition]):
+            cells = nbformat.read(path, as_version=4).cells
+            text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+            for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", text):
+                seen += 1
+                prefix = "data:image/svg+xml;base64,"
+                assert target.startswith(prefix), f"{edition}/{path.name}: an image at {target[:80]!r}"
+                assert base64.b64decode(target[len(prefix) :]) in drawn, f"{edition}/{path.name}: not a diagram"
+    assert seen > 40
+
+
 def test_links_point_at_pages_and_anchors_the_site_has(editions):
     site = set_repository_url.site_url()
     ctx = pm.book_context()
     import aiayn_helpers
 
-    figures = {p.name for p in (ROOT / "book" / "figures").glob("*")}
     seen = 0
     for path in _notebooks(editions["instructor"]):
         text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
@@ -249,9 +273,6 @@ def test_links_point_at_pages_and_anchors_the_site_has(editions):
             seen += 1
             rest = target[len(site) :]
             page, _, anchor = rest.partition("#")
-            if page.startswith("_images/"):
-                assert page.split("/", 1)[1] in figures, target
-                continue
             assert page in _site_pages(), f"{path.name}: {target} is no page of the site"
             if page == "book/api.html" and anchor:
                 obj = aiayn_helpers
@@ -374,7 +395,7 @@ def test_plain_markdown_of_tabs_figures_and_small_roles():
     )
     assert pm.plain(text, ctx) == (
         "**PyTorch**\n\nUse `nn.Linear`.\n\n**NumPy**\n\n$x W^\\top$\n\n"
-        f"![Three masks as grids]({SITE}_images/ch02_masks.svg)\n\nThe masks.\n\n"
+        f"![Three masks as grids]({pm.figure_data_uri('ch02_masks.svg')})\n\nThe masks.\n\n"
         "> **Aside**\n>\n> A note.\n\n"
         'H<sub>2</sub>O, x<sup>2</sup>, <kbd>Ctrl</kbd>, <abbr title="byte-pair encoding">BPE</abbr>'
     )

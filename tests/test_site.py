@@ -375,7 +375,7 @@ DIAGRAM_PAGES = sorted(
     {
         f"notebooks/{p.stem}.html"
         for p in (ROOT / "notebooks").glob("*.ipynb")
-        if "book/figures/" in p.read_text(encoding="utf-8")
+        if "figures/" in p.read_text(encoding="utf-8")  # ../book/figures/ or figures/ (tools/lab_markdown.py)
     }
 )
 SCREENSHOTS = SITE.parent / "screenshots"  # kept as a build artifact beside the site

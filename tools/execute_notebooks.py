@@ -121,7 +121,9 @@ def execute(path: Path, write: bool = True) -> tuple[float, int, float]:
             for out in cell.get("outputs", []):
                 out.get("metadata", {}).pop("execution", None)
             settle_progress_bars(cell)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    # the display name ipykernel installs, which JupyterLab writes back when the kernel
+    # starts: "Python 3" made every chapter open marked modified
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     nb.metadata.pop("widgets", None)
     nb.metadata.pop("jupytext", None)
     if write:

@@ -16,9 +16,10 @@ of a notebook so that it reads the same there as on the site:
   of the published site; ``{math}`` is ``$...$``; ``{sub}``, ``{sup}``, ``{kbd}`` and
   ``{abbr}`` are their HTML elements;
 * tabs are a bold title over each tab's text; a ``{figure}`` or ``{image}`` is an image
-  (the site's copy) with its caption below;
-* labels (``(name)=`` and ``:label:``) go; a figure's relative path becomes the
-  site's copy of it.
+  with its caption below;
+* labels (``(name)=`` and ``:label:``) go; a diagram (``book/figures/*.svg``) is
+  embedded as a ``data:`` address of its SVG, so it shows offline, in Colab and on
+  GitHub, where the notebook is opened alone.
 
 A directive or role it does not know is an error, so that a new one cannot reach a
 reader raw. ``myst_syntax`` finds any MyST syntax left in a text (the tests run it over
@@ -27,8 +28,10 @@ every notebook the Colab links open). ``tools/make_editions.py`` uses this modul
 
 from __future__ import annotations
 
+import base64
 import copy
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +40,10 @@ import nbformat
 from aiayn_helpers.exercises import exercise_name
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "book" / "_ext") not in sys.path:
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from notebook_markdown import to_myst  # noqa: E402
+
 BIBLIOGRAPHY = ROOT / "book" / "references.bib"
 
 ADMONITIONS = {
@@ -246,6 +253,15 @@ def _roles(ctx: Context, text: str) -> str:
     return "".join(out)
 
 
+def figure_data_uri(target: str, root: Path = ROOT) -> str:
+    """A diagram (``../book/figures/X.svg``) as a ``data:`` address of its SVG, so that the
+    edition shows it wherever the notebook alone is opened (Colab, GitHub, offline)."""
+    svg = root / "book" / "figures" / Path(target).name
+    if not svg.is_file() or svg.suffix != ".svg":
+        raise ValueError(f"expected a diagram of book/figures/*.svg, got {target!r}")
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.read_bytes()).decode("ascii")
+
+
 def _links(ctx: Context, text: str) -> str:
     """Relative images become the site's copies; relative links, the site's pages."""
 
@@ -256,7 +272,7 @@ def _links(ctx: Context, text: str) -> str:
         if re.match(r"^([a-z]+:|#)", target):
             return m.group(0)
         if bang:
-            return f"![{label}]({ctx.site}_images/{Path(target).name})"
+            return f"![{label}]({figure_data_uri(target)})"
         return f"[{label}]({_url(ctx, target)})"
 
     return re.sub(r"(?P<bang>!?)\[(?P<label>[^\]]*)\]\((?P<target>[^)\s]+)\)", fix, text)
@@ -352,8 +368,10 @@ def _convert(ctx: Context, text: str) -> str:
 
 
 def plain(text: str, ctx: Context) -> str:
-    """A markdown cell's text in plain Markdown (CommonMark with ``$`` math)."""
-    return _convert(ctx, text)
+    """A markdown cell's text in plain Markdown (CommonMark with ``$`` math); a chapter's
+    JupyterLab form of figures, citations and links (tools/lab_markdown.py) is read back as
+    the site reads it first."""
+    return _convert(ctx, to_myst(text))
 
 
 def plain_notebook(nb: nbformat.NotebookNode, ctx: Context) -> nbformat.NotebookNode:

@@ -33,6 +33,10 @@ pydata-sphinx-theme 0.17 puts a search field in the page header unless
 sidebar, so a reader saw two; setting it empty keeps the sidebar's (and the small search
 button of a phone's article header). Jupyter Book 1 does not pass theme options through
 ``_config.yml``'s ``html:`` section, so it is set here.
+
+5. The chapters' figures, citations and links as JupyterLab follows them (the folder
+``notebooks/figures``, links into ``notebooks/bibliography.md`` and ``api.md``) are read
+back as the MyST roles the site is built from (``notebook_markdown.py``).
 """
 
 from __future__ import annotations
@@ -244,6 +248,10 @@ def _one_search_box(app, config):
 
 
 def setup(app):
+    # the chapters' JupyterLab form of figures, citations and links, read back as MyST
+    from notebook_markdown import setup_source_read
+
+    setup_source_read(app)
     app.connect("config-inited", _one_search_box)
     app.add_css_file("aiayn.css")
     app.add_directive("notebook-times", NotebookTimes)

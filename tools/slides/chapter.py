@@ -34,12 +34,16 @@ from __future__ import annotations
 import ast
 import html
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "book" / "_ext"))
+from notebook_markdown import to_myst  # noqa: E402  (the chapters' JupyterLab links, read as MyST)
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -114,7 +118,9 @@ def _labels() -> dict[str, str]:
     """What a ``{ref}`` without a title points at, in words: a heading, an exercise, a box."""
     labels = {}
     for path in NOTEBOOKS.glob("*.ipynb"):
-        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        text = "\n".join(
+            to_myst(c.source) for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"
+        )
         for label, heading in re.findall(r"(?m)^\(([\w-]+)\)=\s*\n#+\s+(.+)", text):
             labels[label] = f"the section “{heading.strip()}”"
         for label, title in re.findall(r"(?m)^\(([\w-]+)\)=\s*\n```\{admonition\}\s*(.+)", text):
@@ -332,7 +338,7 @@ def notebook_blocks(path: Path) -> list[Block]:
     in_solution = False  # a solution spans cells: its start, code cells, its end
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            source = cell.source
+            source = to_myst(cell.source)
             if in_solution:
                 end = re.search(r"```\{solution-end\}\s*\n```", source)
                 if end is None:

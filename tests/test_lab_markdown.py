@@ -1,0 +1,104 @@
+"""The chapters' figures, citations and links in the form JupyterLab, started in notebooks/
+as the README says, can follow (tools/lab_markdown.py), and the same chapters as the site
+reads them (book/_ext/notebook_markdown.py). Fast: no browser (tests/test_jupyterlab.py
+opens every chapter in JupyterLab)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import lab_markdown  # noqa: E402
+from notebook_markdown import to_myst  # noqa: E402  (lab_markdown puts book/_ext on the path)
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# Chapters other sessions were editing when the tool was written: the lead converts them
+# with `python tools/lab_markdown.py --write notebooks/05_*.ipynb ...` and empties this set
+# (a chapter converted while still listed fails: strict xfail).
+NOT_YET_CONVERTED = {"05_encoder", "06_decoder", "07_full_model", "08_using_the_model", "10_after_the_paper"}
+
+
+@pytest.fixture(scope="module")
+def converter():
+    return lab_markdown.Converter()
+
+
+def _pending(path: Path):
+    if path.stem in NOT_YET_CONVERTED:
+        return pytest.param(path, marks=pytest.mark.xfail(strict=True, reason="not converted yet"), id=path.stem)
+    return pytest.param(path, id=path.stem)
+
+
+@pytest.mark.parametrize("path", [_pending(p) for p in NOTEBOOKS])
+def test_chapter_is_in_jupyterlab_form(path, converter):
+    """No role JupyterLab cannot resolve (citations, {doc}, a {ref} into another chapter),
+    no figure above notebooks/, no quiz output that prints a Python repr, and the kernel
+    name JupyterLab writes (else the chapter opens marked modified)."""
+    nb, changed = converter.notebook(path)
+    assert not changed, f"run python tools/lab_markdown.py --write notebooks/{path.name}"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert not re.search(r"\{(cite(:\w+)?|doc)\}`", markdown)
+    assert "../book/" not in markdown
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert "<IPython.core.display" not in str(out.get("data", {}).get("text/plain", ""))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_site_reads_the_same_myst(path, converter):
+    """Converted and read back (what the site's build sees), every markdown cell is its
+    MyST source: {cite} is {cite:p} (the same in the author-year style), and a {ref} to
+    another chapter carries the title Sphinx would show."""
+    page = f"notebooks/{path.stem}.html"
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "markdown":
+            continue
+        myst = to_myst(cell.source)
+        lab = converter.convert(myst, page)
+        assert converter.convert(to_myst(lab), page) == lab  # idempotent
+        expected = re.sub(r"\{cite\}`", "{cite:p}`", myst)
+
+        def titled(m: re.Match) -> str:
+            where, title = converter.labels.get(m[1], (page, ""))
+            return m[0] if where == page else f"{{ref}}`{title} <{m[1]}>`"
+
+        expected = re.sub(r"\{ref\}`([\w-]+)`", titled, expected)
+        assert to_myst(lab) == expected
+
+
+def test_files_beside_the_chapters_are_fresh():
+    """notebooks/figures holds book/figures' diagrams byte for byte, and bibliography.md and
+    api.md are what the tool writes (python tools/lab_markdown.py --write)."""
+    assert lab_markdown.stale_support() == []
+    assert len(list((ROOT / "notebooks" / "figures").glob("*.svg"))) >= 40
+
+
+def test_every_link_target_exists(converter):
+    """Each link of a converted chapter into notebooks/ names a file there and an anchor it
+    has: a bibliography key, an API entry, a chapter's label."""
+    folder = ROOT / "notebooks"
+    anchors = {
+        "bibliography.md": set(re.findall(r'<a id="([^"]+)">', (folder / "bibliography.md").read_text())),
+        "api.md": set(re.findall(r'<a id="([^"]+)">', (folder / "api.md").read_text())),
+    }
+    seen = 0
+    for path in NOTEBOOKS:
+        cells = nbformat.read(path, as_version=4).cells
+        text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:|#", target):
+                continue
+            seen += 1
+            file, _, anchor = target.partition("#")
+            assert (folder / file).is_file(), f"{path.name}: {target} names no file beside the chapters"
+            if anchor and file in anchors:
+                assert anchor in anchors[file], f"{path.name}: {file} has no entry {anchor!r}"
+            elif anchor:
+                assert converter.labels.get(anchor, ("",))[0] == f"notebooks/{Path(file).stem}.html", target
+    assert seen > 100
