@@ -32,8 +32,14 @@
     o.textContent = text;
     select.appendChild(o);
   };
-  data.records.forEach((r, i) =>
-    option($("ae-sentence"), i, (i < data.held_out ? "[new] " : "") + r.german));
+  // the reader's own sentences, translated on the page (translator/view.js), come first
+  let yours = 0;
+  const sentences = () => {
+    $("ae-sentence").replaceChildren();
+    data.records.forEach((r, i) => option($("ae-sentence"), i,
+      (i < yours ? "[yours] " : i < yours + data.held_out ? "[new] " : "") + r.german));
+  };
+  sentences();
   Object.entries(kinds).forEach(([k, text]) => option($("ae-kind"), k, text));
   for (let l = 0; l < data.layers; l++) option($("ae-layer"), l, layerName(l));
   for (let h = 0; h < data.heads; h++) option($("ae-head"), h, headName(h));
@@ -232,4 +238,20 @@
     }
   });
   draw();
+
+  // The translator on this page hands over each sentence it translated: its tokens and
+  // every map, in percent, the layout aiayn_helpers.explorer.attention_maps writes.
+  window.aiaynExplorer = {
+    add(record) {
+      const rescale = (x) => (Array.isArray(x) ? x.map(rescale) : Math.round((x * data.scale) / 100));
+      const maps = {};
+      Object.keys(kinds).forEach((k) => { maps[k] = rescale(record.maps[k]); });
+      data.records.unshift({ ...record, maps });
+      yours += 1;
+      sentences();
+      $("ae-sentence").value = "0";
+      cursor = [0, 0];
+      draw();
+    },
+  };
 })();
