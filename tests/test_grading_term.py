@@ -157,6 +157,7 @@ def moodle_term(course_folder, deadlines_file):
 
     assert grade.main([A, *flags, "--force", "--feedback"]) == 0
     out["forced"], out["graded_forced"] = _scores(course), _graded(course)
+    out["forced_report"] = (course / grade.NOTES / A / "2003.txt").read_text(encoding="utf-8")
     done = export.export(course, None, choices, deadlines)
     out["export"] = done
     return course, out
@@ -190,6 +191,8 @@ def test_an_extension_and_a_manual_grade_survive_collect_grade_and_force(moodle_
     assert out["graded_for_resubmission"] == ["2005"]
     assert out["resubmitted"]["2005"] == (10.0, 0.0, 10.0)
     assert len(out["graded_forced"]) == 6
+    # --force keeps the record of the misnamed notebook renamed at the first grading
+    assert f"'Assignment3 (1).ipynb' graded as {A}.ipynb" in out["forced_report"]
 
 
 def test_grades_csv_says_why_a_grade_differs(moodle_term):

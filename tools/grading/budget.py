@@ -1,4 +1,4 @@
-"""A total grading-time budget for each student's submission (issue #35 item 3).
+"""A total grading-time budget for each student's submission.
 
 The cell and notebook limits bound one cell and one notebook; an assignment of several
 notebooks could still take the sum of their limits for each student. In one run of

@@ -1,8 +1,11 @@
-"""Grade an nbgrader assignment with every submission in its own sandbox (issue #29).
+"""Grade an nbgrader assignment with every submission in its own sandbox.
 
     python tools/grade.py assignment1                # `make grade A=assignment1`
     python tools/grade.py assignment1 --feedback     # and feedback, hidden tests out
     python tools/grade.py assignment1 --force        # everyone again, changed or not
+    python tools/grade.py assignment1 --student ID   # one student again (STUDENT=ID)
+    python tools/grade.py assignment1 --remove ID    # one student out (REMOVE=ID)
+    python tools/grade.py assignment1 --workers 1    # one sandbox at a time
     python tools/grade.py assignment1 --unsandboxed  # NO sandbox: own notebooks only
 
 The stages of a term, one module each in tools/grading/: collect (a platform's zip
@@ -16,8 +19,17 @@ late policy). This module runs them for ``make grade``:
   their grades (nbgrader alone skips any student already graded);
 * a student folder that cannot be graded safely (an odd name, a link) is moved to
   ``<course>/refused/`` and reported (folders.py), and every other one is graded;
+* the submissions to grade are shared among ``--workers`` nbgrader processes,
+  each grading its share one sandbox after another (default: one per core, fewer
+  when the memory a sandbox may take times the workers would not fit in the
+  memory available, which is said); a line per submission graded says how far
+  grading is and about how long is left. Each student is graded by one process
+  alone and scores the same as in a serial run (tests/test_grading_parallel.py);
+* nbgrader's own log goes to ``<course>/reports/<assignment>/autograde.log``
+  (``--verbose`` prints it too, escaped);
 * what grading did is printed at the end, per student, from ``<course>/reports/``,
-  also when a stage fails (the failure named last).
+  also when a stage fails (the failure named last), then a summary to paste:
+  graded, mean and spread, late penalties, NOT GRADED names.
 
 Exit status: 0, every submission graded; 1, the class was graded but some students
 were NOT GRADED (a refused folder, a notebook that could not be read or run), each
@@ -33,8 +45,11 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from .autograde import nbgrader
@@ -45,13 +60,13 @@ from .decisions import (
     read_decisions,
     set_due_date,
 )
-from .export import write_grades
-from .feedback import stamp_feedback
+from .export import warnings, write_grades
+from .feedback import number, stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
 from .limits import SCOPED, memory_scope, systemd_scope
 from .repair import NOTES, note, prepare_submissions
-from .roster import read_roster
+from .roster import display, printable, read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,9 +94,11 @@ def stale_submissions(
     extra: str,
     force: bool,
     own: dict[str, str] | None = None,
+    only: str | None = None,
 ) -> tuple:
     """The students to grade (again): new, resubmitted, or all with ``force``;
-    ``own``: what else a student's grade depends on (an extension).
+    ``own``: what else a student's grade depends on (an extension); ``only``: that
+    student alone, graded again.
 
     Their old results are removed, so that nbgrader grades them; nbgrader alone
     skips a student already graded unless the submission's timestamp.txt is newer.
@@ -94,7 +111,8 @@ def stale_submissions(
         student = folder.parent.name
         digests[student] = _digest(folder, extra + (own or {}).get(student, ""))
         autograded = course / "autograded" / student / assignment
-        if force or state.get(student) != digests[student] or not autograded.is_dir():
+        changed = state.get(student) != digests[student] or not autograded.is_dir()
+        if (only is None and (force or changed)) or student == only:
             stale.append(student)
             for stage in ("autograded", "feedback"):
                 shutil.rmtree(course / stage / student / assignment, ignore_errors=True)
@@ -155,7 +173,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quiet",
         action="store_true",
-        help="show nbgrader's log only on failure",
+        help="(the default) nbgrader's log only in reports/<assignment>/autograde.log",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also print nbgrader's log (escaped)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="sandboxes graded at once (0: one per core, as memory allows)",
+    )
+    parser.add_argument("--student", help="grade this student again, no one else")
+    parser.add_argument(
+        "--remove",
+        metavar="STUDENT",
+        help="take this student out of the assignment (files, gradebook, grades.csv)",
     )
     parser.add_argument(
         "--deadlines",
@@ -174,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         help="grade every submission again, changed or not",
     )
     args = parser.parse_args(argv)
+    if args.workers < 0:
+        parser.error(f"--workers: expected 0 (one per core) or more, got {args.workers}")
     if args.student_timeout < 0:
         parser.error(f"--student-timeout: expected 0 or more, got {args.student_timeout}")
     use_this_python()  # a new gradebook without the venv's bin on PATH
@@ -190,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.remove:
+        return remove_student(course, args.assignment, args.remove, args.decisions)
     scope = ""
     if args.unsandboxed:
         print(UNSANDBOXED, file=sys.stderr)
@@ -210,7 +249,6 @@ def main(argv: list[str] | None = None) -> int:
             print(short, file=sys.stderr)
             return 2
         scope = memory_scope(args.memory)  # a cgroup per sandbox, or per process only
-        print(scope, file=sys.stderr)
     try:
         due, late = read_deadlines(args.deadlines, args.assignment)
         decisions = read_decisions(args.decisions or course / "decisions.toml")
@@ -244,34 +282,43 @@ def main(argv: list[str] | None = None) -> int:
     }
     flags.append(f"--LatePolicy.extensions={json.dumps(extensions, sort_keys=True)}")
     own = {s: f"extension {seconds}" for s, seconds in extensions.items()}
+    reports = course / NOTES / args.assignment
+    state_path = reports / "graded.json"
+    before = json.loads(state_path.read_text()) if state_path.is_file() else {}
+    if args.student and not (course / "submitted" / args.student / args.assignment).is_dir():
+        print(f"no submission of {args.student!r} in {course / 'submitted'}", file=sys.stderr)
+        return 2
     stale, digests = stale_submissions(
         course,
         args.assignment,
         settings,
         args.force,
         own,
+        args.student,
     )
-    for student, texts in notes.items():
-        if student in stale:
-            for text in texts:
-                note(course, args.assignment, student, text)
+    # what repair did (a misnamed notebook renamed) is kept for a submission graded
+    # again unchanged (--force, --student): the rename happened at its first grading
+    repairs_path = reports / "repairs.json"
+    repairs = json.loads(repairs_path.read_text()) if repairs_path.is_file() else {}
+    for student in stale:
+        texts = notes.get(student, [])
+        if before.get(student) == digests.get(student):  # the same files again
+            texts = texts or repairs.get(student, [])
+        repairs[student] = texts
+        for text in texts:
+            note(course, args.assignment, student, text)
+    reports.mkdir(parents=True, exist_ok=True)
+    repairs_path.write_text(json.dumps(repairs, indent=1, sort_keys=True))
+    workers, said = choose_workers(args.workers, len(stale), _bytes(args.memory))
+    if said:
+        print(said, file=sys.stderr)
     stage, failure = "autograde", ""
     try:
         set_due_date(course, args.assignment, due)
-        log = nbgrader(
-            "autograde",
-            args.assignment,
-            "--create",
-            *flags,
-            course=course,
-            quiet=args.quiet,
-            check=False,
-        )
-        reports = course / NOTES / args.assignment
-        reports.mkdir(parents=True, exist_ok=True)
+        log = autograde_all(course, args.assignment, flags, stale, workers, args.verbose)
         (reports / "autograde.log").write_text(log)
-        graded = {}
-        where = f"its log: {reports / 'autograde.log'}" if args.quiet else "log above"
+        graded = dict(before) if args.student else {}
+        where = f"its log: {reports / 'autograde.log'}"
         for student, digest in digests.items():
             folder = course / "autograded" / student / args.assignment
             if any(folder.glob("*.ipynb")):
@@ -279,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             elif student in stale and "NOT GRADED" not in "".join(notes[student]):
                 why = f"nbgrader could not grade it ({where})"
                 note(course, args.assignment, student, f"NOT GRADED: {why}")
+        graded = {k: v for k, v in graded.items() if k in digests}
         (reports / "graded.json").write_text(json.dumps(graded, indent=1))
         stage = "writing grades.csv"
         rows = write_grades(course, decisions)  # the gradebook and the decisions
@@ -302,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = report(course, args.assignment, stale, due, failure, scope)
     if failure:
         return 3
+    print(summary(rows, args.assignment))
     wrote = f"grades: {course / 'grades.csv'}"
     if args.feedback:
         wrote += f"; feedback: {course / 'feedback'}"
@@ -337,6 +386,7 @@ def report(
         known = roster.get(path.stem)
         who = f"{path.stem} ({known.name})" if known and known.name else path.stem
         lines += [f"  {who}: {t}" for t in texts]
+    lines = [lines[0]] + [printable(line, escape=True) for line in lines[1:]]
     refused = [s for s in failed if s.startswith(REFUSED_PREFIX)]
     scored = [s for s in failed if s not in refused]
     if scored:
@@ -350,6 +400,162 @@ def report(
     bad = failed or failure
     print("\n".join(lines), file=sys.stderr if bad else sys.stdout)
     return failed
+
+
+def choose_workers(asked: int, jobs: int, memory: int) -> tuple[int, str]:
+    """How many sandboxes to grade at once: ``asked`` (0: one per core of this
+    machine), no more than ``jobs``, and no more than the memory available holds
+    at ``memory`` bytes a sandbox; and what to say when memory made it fewer."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    wanted = asked or cores or os.cpu_count() or 1
+    available = _available_memory()
+    fit = max(1, available // memory) if available else wanted
+    workers = max(1, min(wanted, fit, max(jobs, 1)))
+    said = ""
+    if fit < min(wanted, max(jobs, 1)):
+        said = (
+            f"workers: {workers} sandbox(es) at once, not {wanted}: each may take "
+            f"{memory >> 20} MiB and {available >> 20} MiB is available "
+            "(--memory, --workers)"
+        )
+    return workers, said
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo, in bytes (None where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def autograde_all(
+    course: Path,
+    assignment: str,
+    flags: list[str],
+    students: list[str],
+    workers: int,
+    verbose: bool = False,
+) -> str:
+    """nbgrader's autograde of ``students``, shared among ``workers`` processes (each
+    excludes the others' students); a line per student done, with how far grading
+    is and about how long is left; nbgrader's log, every process's in turn."""
+    if not students:
+        return ""
+    shares = [students[k::workers] for k in range(workers)]
+    everyone = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{assignment}"))
+    logs = [""] * len(shares)
+    start = time.monotonic()
+
+    def run(k: int) -> None:
+        others = sorted(set(everyone) - set(shares[k]))
+        exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
+        logs[k] = nbgrader(
+            "autograde",
+            assignment,
+            "--create",
+            *flags,
+            *exclude,
+            course=course,
+            quiet=True,
+            check=False,
+        )
+
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(shares))]
+    for thread in threads:
+        thread.start()
+    done: set[str] = set()
+    roster = read_roster(course)
+    total = len(students)
+    print(f"grading {total} submission(s), {len(shares)} at a time", file=sys.stderr)
+    while True:
+        alive = any(t.is_alive() for t in threads)
+        for student in students:
+            if student in done:
+                continue
+            finished = course / "autograded" / student / assignment
+            ended = not alive or (finished.is_dir() and _written(finished))
+            if ended:
+                done.add(student)
+                took = time.monotonic() - start
+                left = took / len(done) * (total - len(done))
+                who = display(course, student, roster)
+                print(
+                    printable(f"  {len(done)}/{total} {who} ({took:.0f} s; about {left:.0f} s left)"),
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if not alive:
+            break
+        time.sleep(0.5)
+    log = "".join(logs)
+    if verbose:
+        print(printable(log, escape=True), file=sys.stderr)
+    return log
+
+
+def _written(folder: Path) -> bool:
+    """Whether nbgrader has finished this submission: its autograded notebooks are
+    written after grading (the files it copies first are not notebooks)."""
+    return any(folder.glob("*.ipynb"))
+
+
+def summary(rows: list[dict], assignment: str) -> str:
+    """The closing lines to paste: graded, mean and spread, late penalties, capped
+    grades and the NOT GRADED names of ``assignment``."""
+    mine = [r for r in rows if r["assignment"] == assignment]
+    scores = [r["score"] for r in mine if r["score"] is not None]
+    lines = [f"Summary of {assignment}: {len(scores)} graded"]
+    if scores:
+        mean = statistics.fmean(scores)
+        spread = statistics.pstdev(scores) if len(scores) > 1 else 0.0
+        out = number(mine[0]["max_score"]) if mine[0]["max_score"] else "?"
+        lines[0] += (
+            f", mean {number(mean)} of {out} (standard deviation {number(spread)}, "
+            f"lowest {number(min(scores))}, highest {number(max(scores))})"
+        )
+    late = [r for r in mine if r.get("late_submission_penalty")]
+    if late:
+        shown = ", ".join(f"{r['student_id']} (-{number(r['late_submission_penalty'])})" for r in late)
+        lines.append(f"  late penalty: {shown}")
+    lines += [f"  {w}" for w in warnings(mine)]
+    return printable("\n".join(lines))
+
+
+def remove_student(course: Path, assignment: str, student: str, decisions: Path | None) -> int:
+    """Take ``student`` out of ``assignment``: the submission, its grading and
+    feedback, its report and its gradebook row, then grades.csv written again (the
+    next ``make export`` leaves the student out). Decisions about the student stay
+    in the decisions file (remove them there)."""
+    from .decisions import read_decisions as read
+
+    folders = [course / stage / student / assignment for stage in ("submitted", "autograded", "feedback")]
+    report_file = course / NOTES / assignment / f"{student}.txt"
+    if not any(f.exists() for f in folders) and not report_file.exists():
+        print(f"{student!r} has nothing in {assignment} to remove", file=sys.stderr)
+        return 2
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    report_file.unlink(missing_ok=True)
+    state_path = course / NOTES / assignment / "graded.json"
+    if state_path.is_file():
+        state = json.loads(state_path.read_text())
+        state.pop(student, None)
+        state_path.write_text(json.dumps(state, indent=1))
+    if (course / "gradebook.db").is_file():
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+            try:
+                gb.remove_submission(assignment, student)
+            except MissingEntry:
+                pass
+    write_grades(course, read(decisions or course / "decisions.toml"))
+    print(f"removed {student} from {assignment}: submission, grading, feedback, grades.csv")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Every student folder checked before nbgrader sees it (issue #35).
+"""Every student folder checked before nbgrader sees it.
 
 nbgrader uses a student's id as a glob pattern and as a regular expression, and
 follows links: a folder named with ``*`` or ``[`` made other students vanish from the

@@ -1,4 +1,4 @@
-"""A new gradebook without the venv's ``bin`` on PATH (issue #35).
+"""A new gradebook without the venv's ``bin`` on PATH.
 
 nbgrader creates ``gradebook.db`` by asking the ``alembic`` command on PATH for the
 newest schema version (``nbgrader.api.get_alembic_version``). Run as
