@@ -97,7 +97,7 @@ def said_as(token: str, printed: float) -> bool:
 
 
 ASSERT_LINE = re.compile(r"^.*\bassert.*$", re.M)
-PARAGRAPH = re.compile(r"\n\s*\n")
+PARAGRAPH = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*]|\d+\.)\s)")  # a blank line or a list item
 
 
 def asserted_bounds(nb) -> set[float]:
@@ -203,6 +203,7 @@ def test_a_runs_figure_passes_beside_the_bound_it_is_asserted_within():
         "This run reached 0.95; the cell below checks more than 0.9.",  # no 'assert'
         "This run reached 0.95; the cell below asserts that it learned.",  # no bound
         "This run reached 0.95.\n\nThe cell below asserts more than 0.9.",  # elsewhere
+        "- This run reached 0.95.\n- The cell below asserts more than 0.9.",  # 2 items
     ]
     for prose in fails:
         nb = _chapter(training, check, ("markdown", prose, "", []))

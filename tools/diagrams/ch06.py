@@ -55,14 +55,15 @@ def ch06_decoder_layer():
 
 
 def ch06_cross_attention():
-    fig, ax = canvas(5.0, 4.4, "Cross-attention mask: T × S")
+    fig, ax = canvas(5.0, 4.65, "Cross-attention mask: T × S")
     src = ["die", "katze", "schläft", "<eos>", "<pad>"]
     tgt = ["<bos>", "the", "cat", "sleeps", "<eos>", "<pad>"]
     ids = torch.tensor([[7, 8, 9, 2, 0]])
     allowed = padding_mask(ids, 0)[0, 0, 0].expand(len(tgt), -1).tolist()
-    grid(ax, 1.6, 2.75, 0.36, allowed, tgt, src)
-    small(ax, 2.5, 0.35, "rows: target queries (decoder)\ncolumns: source keys")
-    note(ax, 3.6, 1.95, "no causal\nmask; only\nsource pads\nblocked", ha="left")
+    grid(ax, 1.6, 3.0, 0.36, allowed, tgt, src)
+    small(ax, 2.5, 0.6, "rows: target queries (decoder)\ncolumns: source keys")
+    note(ax, 3.6, 2.2, "no causal\nmask; only\nsource pads\nblocked", ha="left")
+    legend(ax, 1.1, 0.15, [(ALLOWED, "attend"), (BLOCKED, "blocked")])
     return fig
 
 

@@ -7,7 +7,6 @@ from matplotlib.patches import Rectangle
 from .draw import (
     ATTN,
     FFN,
-    GREY,
     INK,
     NOTE,
     SMALL,
@@ -32,7 +31,7 @@ def ch08_beam_search():
     ]
     keep = 2
     prev = [("<bos>", 0.0, (0.45, 2.7))]
-    box(ax, 0.45, 2.7, 0.75, 0.42, "<bos>", fc=GREY, size=SMALL)
+    box(ax, 0.45, 2.7, 0.75, 0.42, "<bos>", fc="white", size=SMALL)  # the start
     for s, cands in enumerate(steps):
         scored = [(prev[p][1] + lp, p, w) for p, w, lp in cands]
         ranked = sorted(range(len(scored)), key=lambda n: -scored[n][0])[:keep]
