@@ -50,6 +50,7 @@ from nbgrader.api import Gradebook  # noqa: E402
 
 NO_SANDBOX = grade.sandbox_problem()
 pytestmark = [
+    pytest.mark.slow,  # one graded class of 10 submissions and 3 more: about 6-20 min
     pytest.mark.timeout(1500),
     pytest.mark.skipif(bool(NO_SANDBOX), reason=f"bubblewrap {NO_SANDBOX}"),
 ]
@@ -246,11 +247,13 @@ def _outputs(course: Path, student: str, grade_id: str, assignment: str = A) -> 
     return "".join(o.get("text", "") for o in cell.outputs)
 
 
-def _hidden_lines(course: Path, assignment: str = A) -> set[str]:
+def _hidden_lines(course: Path, student: str, assignment: str = A) -> set[str]:
     """Lines of the source's hidden tests long enough to be telling, and not also
-    in the released notebook."""
+    in what the student handed in (the released cells and their own answers: a
+    correct answer may share a line with the grader's reference helpers)."""
     source = nbformat.read(SOURCES / assignment / f"{assignment}.ipynb", as_version=4)
-    released = nbformat.read(course / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    handed_in = course / "submitted" / student / assignment / f"{assignment}.ipynb"
+    released = nbformat.read(handed_in, as_version=4)
     visible = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
     found = set()
     for cell in source.cells:
@@ -294,7 +297,7 @@ def test_the_hidden_tests_leave_no_trace_in_the_kernel_or_the_feedback(graded):
     seen = zlib.decompress(base64.b64decode(printed.rsplit("SEEN ", 1)[1].split()[0])).decode()
     assert "def scaled_dot_product_attention" in seen  # the payload read the history
     assert "getsource: " in seen  # the grader's helpers have no source to show
-    hidden = _hidden_lines(course)
+    hidden = _hidden_lines(course, "history")
     assert len(hidden) > 20
     leaked = sorted(line for line in hidden if line in seen)
     assert not leaked, leaked[:5]
