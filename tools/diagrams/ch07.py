@@ -143,31 +143,55 @@ def ch07_label_smoothing():
     return fig
 
 
+def shipped_choice() -> tuple[dict, dict]:
+    """The candidates the shipped model's validation choice tried, and its winner, as
+    its manifest records them (tools/choose_decoding.py wrote them)."""
+    from aiayn_helpers.pretrained import ROOT, read_manifest
+
+    rows = read_manifest(ROOT / "multi30k")["validation_choice"]["rows"]
+    # choose_decoding's rule: the highest BLEU; ties to fewer averaged files, then beam
+    best = max(rows, key=lambda r: (r["bleu"], -r["average"], -r["beam_size"]))
+    keys = ("average", "beam_size", "length_penalty")
+    tried = {key: sorted({r[key] for r in rows}) for key in keys}
+    return tried, best
+
+
+def weights_label(average: int) -> str:
+    return f"the mean of the last {average}" if average else "the last epoch's"
+
+
 def ch07_recipe():
-    """The full-size recipe of section 10: which data split decides each step."""
-    fig, ax = canvas(6.0, 6.3, "The full-size recipe: which split decides what")
-    cx, w = 2.05, 3.5
+    """The shipped model's recipe (tools/train_shipped.sh): which split decides what."""
+    tried, best = shipped_choice()
+    fig, ax = canvas(6.0, 6.4, "The shipped model's recipe: which split decides what")
+    cx, w = 2.05, 3.7
+    last, mean = (weights_label(n) for n in tried["average"])
+    beams = " or ".join(str(b) for b in tried["beam_size"])
+    alphas = ", ".join(f"{a:.1f}" for a in tried["length_penalty"])
+    choose = f"choose by BLEU: {last}\nweights or {mean},\nbeam {beams}, α = {alphas}"
+    chosen = f"{weights_label(best['average'])},\nbeam {best['beam_size']}, "
     steps = [
-        (5.35, "train (preset multi30k)", FFN),
-        (4.35, "a checkpoint per epoch", GREY),
-        (3.35, "average the last 5", GREY),
-        (2.35, "choose α: BLEU with\nα = 0.6, 1.0, 1.4", NORM),
-        (1.35, "BLEU with the α chosen,\nonce", EMBED),
+        (5.45, 0.66, "train (preset multi30k),\nkeep every epoch's weights", FFN),
+        (4.1, 1.05, choose, NORM),
+        (2.6, 0.66, chosen + f"α = {best['length_penalty']:.1f}", GREY),
+        (1.35, 0.66, "BLEU with that choice,\nonce", EMBED),
     ]
-    for i, (y, label, colour) in enumerate(steps):
-        box(ax, cx, y, w, 0.66, label, fc=colour, size=SMALL)
+    for i, (y, h, label, colour) in enumerate(steps):
+        box(ax, cx, y, w, h, label, fc=colour, size=SMALL)
         if i:
-            arrow(ax, (cx, steps[i - 1][0] - 0.33), (cx, y + 0.33))
+            prev_y, prev_h = steps[i - 1][:2]
+            arrow(ax, (cx, prev_y - prev_h / 2), (cx, y + h / 2))
+    note(ax, cx + 0.12, 3.26, "chosen:", ha="left")
     splits = [
-        (5.35, "train split", FFN),
-        (2.35, "validation split", NORM),
+        (5.45, "train split", FFN),
+        (4.1, "validation split", NORM),
         (1.35, "test split", EMBED),
     ]
-    sx = 5.0
+    sx = 5.05
     for y, label, colour in splits:
         box(ax, sx, y, 1.7, 0.5, label, fc=colour, size=SMALL)
         arrow(ax, (sx - 0.85, y), (cx + w / 2, y))
-    note(ax, sx, 4.35, "the test split\nis not used\nuntil the end")
+    note(ax, sx, 2.6, "the test split\nis not used\nuntil the end")
     arrow(ax, (cx, 1.02), (cx, 0.72))
     small(ax, cx, 0.5, "the results page")
     return fig
