@@ -456,6 +456,24 @@ _JS_LAYOUT = """() => {
       b => !b.closest('.cell_output') && b.scrollWidth > b.clientWidth + 1).map(b => b.textContent.trim().slice(0, 60)),
     search_boxes: Array.from(document.querySelectorAll('.search-button-field')).filter(
       e => e.offsetParent !== null).length,
+    boxes: document.querySelectorAll('.bd-article pre').length,
+    wide_boxes: Array.from(document.querySelectorAll('.bd-article pre')).filter(
+      p => p.scrollWidth > p.clientWidth + 1).map(p => `${p.scrollWidth} px: ${p.textContent.trim().slice(0, 50)}`),
+    tables: Array.from(document.querySelectorAll('.bd-article table')).map(t => {
+      const region = t.closest('[role="region"]');
+      const box = (region || t).getBoundingClientRect();
+      return {
+        text: t.textContent.trim().slice(0, 40), label: region ? region.getAttribute('aria-label') || '' : null,
+        scrolls: region ? region.scrollWidth > region.clientWidth + 1 : null,
+        focusable: region ? region.tabIndex === 0 : false, right: box.right,
+        index: t.classList.contains('indextable'),
+      };
+    }),
+    contents: Array.from(document.querySelectorAll('.bd-article nav.contents a')).map(a => a.getAttribute('href')),
+    contents_top: (document.querySelector('.bd-article nav.contents') || {getBoundingClientRect: () => ({top: -1})})
+      .getBoundingClientRect().top + window.scrollY,
+    sections: Array.from(document.querySelectorAll('.bd-article section > h2, .bd-article section > h3')).map(
+      h => '#' + h.parentElement.id),
   };
 }"""
 
@@ -506,6 +524,58 @@ def test_tables_and_code_blocks_fit_a_laptop(layouts, page_path):
     if ("laptop", page_path) not in layouts:
         pytest.skip(f"{page_path} is not in the built site")
     assert not layouts["laptop", page_path]["wide_blocks"]
+
+
+def test_no_code_or_output_box_is_wider_than_a_phone(layouts):
+    """On a 390 px phone no code or output box of a chapter scrolls sideways: long lines
+    wrap inside the column (book/_static/aiayn.css); before, chapter 8's training command
+    was a 3,828 px line in a 358 px box."""
+    chapters = [p for (v, p) in layouts if v == "phone" and p in CHAPTERS]
+    if not chapters:
+        pytest.skip(f"no built site in {SITE}: run `make book`")
+    assert sum(layouts["phone", p]["boxes"] for p in chapters) > 500  # the check has boxes to check
+    wide = {p: layouts["phone", p]["wide_boxes"] for p in chapters if layouts["phone", p]["wide_boxes"]}
+    assert not wide, f"code or output boxes wider than their column at 390 px (width: first line): {wide}"
+
+
+def test_tables_fit_a_phone_or_scroll_in_a_labelled_region(layouts):
+    """At 390 px every table lies in a named region (book/_ext/table_regions.py) whose box
+    ends inside the screen; one that scrolls sideways can be reached by keyboard
+    (tabindex 0: pydata-sphinx-theme keeps it on the scrolling ones only). The results page
+    and the instructor guide have tables to check. The general index's layout tables
+    (Sphinx's template, not a document's) only have to fit: they scroll themselves."""
+    tables = {p: layouts["phone", p]["tables"] for (v, p) in layouts if v == "phone"}
+    if not tables:
+        pytest.skip(f"no built site in {SITE}: run `make book`")
+    for page_path in ("book/results.html", "book/instructor_guide.html"):
+        assert tables.get(page_path), f"{page_path} shows no table"
+    bad = {}
+    for page_path, found in tables.items():
+        for t in found:
+            why = [
+                why
+                for why, wrong in (
+                    ("not in a region", t["label"] is None and not t["index"]),
+                    ("a region without a name", t["label"] == ""),
+                    ("scrolls but cannot take the focus", t["scrolls"] and not t["focusable"]),
+                    (f"ends at {t['right']:.0f} px", t["right"] > 391),
+                )
+                if wrong
+            ]
+            if why:
+                bad.setdefault(page_path, []).append(f"{t['text']!r}: {', '.join(why)}")
+    assert not bad, f"tables at 390 px: {bad}"
+
+
+def test_instructor_guide_has_a_contents_list_to_jump_from(layouts):
+    """The instructor guide (tens of screens on a phone, whose contents sidebar is hidden)
+    opens with a list that links every section and subsection."""
+    if ("phone", "book/instructor_guide.html") not in layouts:
+        pytest.skip("book/instructor_guide.html is not in the built site")
+    guide = layouts["phone", "book/instructor_guide.html"]
+    assert len(guide["sections"]) >= 10
+    assert guide["contents"] == guide["sections"], "the contents list must link every section, in order"
+    assert 0 <= guide["contents_top"] < LAYOUT_VIEWPORTS["phone"][1], "the contents list is not in the first screen"
 
 
 def test_no_long_stretch_without_a_figure(layouts):
