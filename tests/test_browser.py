@@ -76,6 +76,30 @@ def test_js_tokenizer_gives_the_books_ids(tmp_path):
     assert len(theirs) > 1000
 
 
+def test_explorer_page_quotes_the_benchmark():
+    """The explorer page's "how it works" figures are book/translator_bench.json's
+    (written by make bench-browser)."""
+    bench = json.loads((ROOT / "book" / "translator_bench.json").read_text(encoding="utf-8"))
+    page = (ROOT / "book" / "attention_explorer.md").read_text(encoding="utf-8")
+    page = " ".join(page.split())
+    size = bench["download"]
+    figures = [
+        f"{bench['machine']['cpus']} CPU cores",
+        f"load average {bench['machine']['load_average_1min']:.1f}",
+        f"downloads {size['all']['bytes'] / 1e6:.1f} MB ({size['all']['gzip_bytes'] / 1e6:.1f} MB as gzip",
+        f"runtime is {size['runtime']['bytes'] / 1e6:.1f} MB of it, {size['runtime']['gzip_bytes'] / 1e6:.1f} MB",
+        f"came {bench['first_translation_s']:.1f} s after",
+        f"took {bench['beam4_decode_s_median']:.2f} s to decode ({bench['beam4_with_maps_s_median']:.2f} s",
+        f"BLEU of these weights is {bench['test2016_bleu']['int8']:.2f}, against "
+        f"{bench['test2016_bleu']['float16']:.2f}",
+    ]
+    assert [f for f in figures if f not in page] == []
+    manifest = json.loads((TOKENIZER_JSON.parent / "manifest.json").read_text(encoding="utf-8"))
+    assert bench["test2016_bleu"]["float16"] == round(manifest["test2016_bleu"]["score"], 2)
+    assert abs(bench["test2016_bleu"]["int8"] - bench["test2016_bleu"]["float16"]) <= 0.3  # the budget
+    assert bench["weights"] == "int8 per channel" and bench["threads"] == [1]
+
+
 # ------------------------------------------------------------------- the built site
 @pytest.fixture(scope="module")
 def site_page():

@@ -91,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         page.wait_for_function("() => window.aiaynTranslator")
         first = page.evaluate(
             """async (text) => { const t0 = performance.now();
+                 const ready = await window.aiaynTranslator.load();
+                 const t1 = performance.now();
                  const r = await window.aiaynTranslator.translate(text);
-                 return {seconds: (performance.now() - t0) / 1000, english: r.english,
-                         isolated: self.crossOriginIsolated}; }""",
+                 return {seconds: (performance.now() - t0) / 1000, load: (t1 - t0) / 1000,
+                         english: r.english, isolated: self.crossOriginIsolated}; }""",
             FIRST,
         )
         runs = [
@@ -108,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "weights": info["weights"],
         "download": sizes(folder),
         "first_translation_s": round(first["seconds"], 3),
+        "first_translation_loading_s": round(first["load"], 3),
         "first_english": first["english"],
         "fifteen_words": FIFTEEN_WORDS,
         "fifteen_words_english": runs[0]["english"],
@@ -123,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
         },
     }
-    Path(args.out).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = Path(args.out)
+    if out.is_file():  # a record this tool does not measure (BLEU) is kept
+        kept = json.loads(out.read_text(encoding="utf-8")).get("test2016_bleu")
+        if kept:
+            result["test2016_bleu"] = kept
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1, ensure_ascii=False))
     return 0
 

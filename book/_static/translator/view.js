@@ -46,8 +46,9 @@ async function ask(text, options = {}) {
     waiting.delete(message);
   }
 }
-// for tools/bench_browser.py: {greedy, beamSize}
-window.aiaynTranslator = { translate: ask };
+// for tools/bench_browser.py: load() (the worker's "ready": seconds, threads) and
+// translate(text, {greedy, beamSize})
+window.aiaynTranslator = { translate: ask, load: () => ready || startWorker() };
 
 function element(tag, attrs = {}, text = "") {
   const e = document.createElement(tag);
