@@ -42,6 +42,7 @@ async function translate({ id, text, greedy, beamSize }) {
   let ids = tokenizer.encode(text);
   const unknown = ids.filter((i) => i === tokenizer.unk).length;
   if (unknown) notes.push(`${unknown} character(s) the model never saw in training (emoji, other alphabets) became <unk>.`);
+  if (unknown * 2 > ids.length) notes.push("Most of this text is unknown to the model: it learned German image captions only.");
   const most = info.max_source_tokens - 1; // with <eos>
   if (ids.length > most) {
     ids = ids.slice(0, most);
