@@ -394,7 +394,8 @@ def moodle_feedback_zip(course: Path, rows: list[dict], assignment: str, path: P
         for r in _of(rows, "moodle", assignment):
             pages = course / "feedback" / r["student_id"] / assignment
             # Moodle splits the folder's name at '_': none in the name
-            name = (r["name"] or "Participant").replace("_", " ").replace("/", " ")
+            name = printable(r["name"] or "Participant").replace("_", " ").replace("/", " ")
+            name = name.replace("\\", " ").replace("\n", " ").replace("\t", " ") or "Participant"
             folder = f"{name}_{r['platform_id']}_assignfeedback_file_"
             for page in sorted(pages.glob("*.html")):
                 archive.write(page, f"{folder}/{page.name}")
