@@ -139,7 +139,8 @@ function box(root, index) {
       root.dataset.english = result.english;
       if (window.aiaynExplorer) {
         window.aiaynExplorer.add(result.record);
-        link.replaceChildren(document.createTextNode("Its attention, every layer and head, is now in the explorer below (first sentence)."));
+        link.replaceChildren(element("a", { href: "#ae-root" },
+          "Its attention, every layer and head, is now the explorer's first sentence, marked [yours]"));
         link.hidden = false;
       } else if (root.dataset.explorer) {
         const a = element("a", { href: root.dataset.explorer + "#translate=" + encodeURIComponent(checked.text) },
