@@ -249,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             print(short, file=sys.stderr)
             return 2
         scope = memory_scope(args.memory)  # a cgroup per sandbox, or per process only
+        print(scope, file=sys.stderr)  # once: the report does not repeat it
     try:
         due, late = read_deadlines(args.deadlines, args.assignment)
         decisions = read_decisions(args.decisions or course / "decisions.toml")
@@ -347,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         failure = f"{stage} failed: {type(err).__name__}: {err}"
         raise
     finally:
-        failed = report(course, args.assignment, stale, due, failure, scope)
+        failed = report(course, args.assignment, stale, due, failure)
     if failure:
         return 3
     print(summary(rows, args.assignment))
