@@ -166,7 +166,8 @@ km._kernel_spec = KernelSpec(
     display_name="Python 3", language="python")
 runner = Runner(
     nb, km=km, timeout=int(sys.argv[2]), interrupt_on_timeout=True, allow_errors=True,
-    raise_on_iopub_timeout=True, record_timing=False, on_cell_executed=send,
+    raise_on_iopub_timeout=True, iopub_timeout=30, record_timing=False,
+    on_cell_executed=send,
     extra_arguments=[
         "--HistoryManager.hist_file=:memory:",
         "--IPKernelApp.exec_lines=import os; os.chdir('/submission'); del os",

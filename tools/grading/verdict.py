@@ -112,7 +112,7 @@ def _grade(name, collect, judge):  # the grader's: the result leaves as data
                         except ValueError:  # an empty cell
                             pass
                     inner += list(value.__defaults__ or ()) + list((value.__kwdefaults__ or {}).values())
-                elif isinstance(value, type):
+                elif isinstance(value, type) and not ident(value):  # a class of its own
                     inner += list(vars(value).values())
                 for o in inner:
                     try:
