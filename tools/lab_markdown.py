@@ -19,9 +19,7 @@ In a chapter's markdown cells it rewrites (idempotent; code and outputs untouche
   same chapter stays a ``{ref}``, which jupyterlab-myst resolves); the API page and its
   entries -> ``api.md`` and ``api.md#aiayn_helpers.X`` (``notebooks/api.md``, a summary of
   every public name with the link to its full entry on the site); another page of the
-  site -> its published address;
-* ``(label)=`` before a box (an admonition) -> the box's ``:label:`` option, which
-  jupyterlab-myst makes the box's id.
+  site -> its published address.
 
 It also gives each self-check quiz's stored output the line ``ah.quiz`` prints for a
 front end that does not run its script (where it printed
@@ -60,9 +58,6 @@ NOTEBOOKS = ROOT / "notebooks"
 SOURCE_FIGURES = ROOT / "book" / "figures"
 LAB_FIGURES = NOTEBOOKS / "figures"
 FIGURE = re.compile(r"(?P<head>!\[[^\]]*\]\()\.\./book/figures/(?P<name>[\w-]+\.svg)\)")
-BOX_LABEL = re.compile(
-    rf"^\((?P<label>[\w-]+)\)=[ \t]*\n(?P<open>(`{{3,}}|:{{3,}})\{{(?:{notebook_markdown.BOXES})\}}[^\n]*)\n", re.M
-)
 API_ENTRY = re.compile(r"\]\((?P<anchor>#aiayn_helpers\.[\w.]+)\)")
 
 
@@ -128,7 +123,6 @@ class Converter:
             return m.group(0) if new is None else new
 
         text = plain_markdown._ROLE.sub(one, text)
-        text = BOX_LABEL.sub(lambda m: f"{m['open']}\n:label: {m['label']}\n", text)
         text = FIGURE.sub(lambda m: m["head"] + notebook_markdown.FIGURES + m["name"] + ")", text)
         return API_ENTRY.sub(lambda m: f"]({API}{m['anchor']})", text)
 

@@ -10,8 +10,7 @@ without the site (``tools/lab_markdown.py`` writes it):
   the bibliography;
 * a chapter link is ``[chapter 4](04_positional_encoding.ipynb)``, a label of another
   chapter ``[text](04_positional_encoding.ipynb#LABEL)``, the API page ``api.md`` (a
-  local summary) and a page of the site its published address;
-* a box's label is its ``:label:`` option (``(label)=`` before it on the site).
+  local summary) and a page of the site its published address.
 
 ``to_myst`` turns that form back into the MyST roles the site was built from, so the
 site (sphinxcontrib-bibtex's citations and bibliography page, the nitpicky build) stays
@@ -40,10 +39,6 @@ CHAPTER_REF = re.compile(rf"(?<!!)\[(?P<text>[^\[\]]+)\]\((?P<page>{CHAPTER})\.i
 CHAPTER_DOC = re.compile(rf"(?<!!)\[(?P<text>[^\[\]]+)\]\((?P<page>{CHAPTER})\.ipynb\)")
 SITE_PAGE = re.compile(r"(?<!!)\[(?P<text>[^\[\]]+)\]\(https://[\w.-]+\.github\.io/[\w.-]+/book/(?P<page>\w+)\.html\)")
 FIGURE = re.compile(rf"(?P<head>!\[[^\]]*\]\(){re.escape(FIGURES)}(?P<name>[\w-]+\.svg)\)")
-# a box's label as its ``:label:`` option, which jupyterlab-myst makes the box's id (it
-# gives a ``(label)=`` line before a directive to nothing, so a link to it went nowhere)
-BOXES = "admonition|note|warning|tip|hint|important|caution|attention|danger|error|seealso|dropdown"
-LABELLED_BOX = re.compile(rf"^(?P<open>(`{{3,}}|:{{3,}})\{{(?:{BOXES})\}}[^\n]*)\n:label: (?P<label>[\w-]+)\n", re.M)
 
 
 def to_myst(text: str) -> str:
@@ -56,7 +51,6 @@ def to_myst(text: str) -> str:
     text = CHAPTER_REF.sub(lambda m: "{ref}`" + m["text"] + " <" + m["label"] + ">`", text)
     text = CHAPTER_DOC.sub(lambda m: "{doc}`" + m["text"] + " <" + m["page"] + ">`", text)
     text = SITE_PAGE.sub(lambda m: "{doc}`" + m["text"] + " <../book/" + m["page"] + ">`", text)
-    text = LABELLED_BOX.sub(lambda m: f"({m['label']})=\n{m['open']}\n", text)
     return FIGURE.sub(lambda m: m["head"] + "../book/figures/" + m["name"] + ")", text)
 
 
