@@ -36,11 +36,23 @@ def solution_code(nb) -> list[str]:
     return found
 
 
+_EDITION: dict[str, tuple[Path, dict]] = {}  # the edition built this session (per xdist worker)
+
+
+def built_edition(tmp_path_factory) -> tuple[Path, dict]:
+    """``(folder, removed solutions)`` of the student edition, built once per test session
+    (about a minute: the wheel, every notebook, nbgrader's release of the assignments);
+    tests/test_student_lab.py opens it too. Tests that change files work on a copy."""
+    if "built" not in _EDITION or not _EDITION["built"][0].is_dir():
+        out = tmp_path_factory.mktemp("student") / "edition"
+        removed = make_student.build(out, course=out.parent / "course")
+        _EDITION["built"] = (out, removed)
+    return _EDITION["built"]
+
+
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
-    out = tmp_path_factory.mktemp("student") / "edition"
-    removed = make_student.build(out, course=out.parent / "course")
-    return out, removed
+    return built_edition(tmp_path_factory)
 
 
 def test_every_notebook_is_in_the_edition(edition):
@@ -130,9 +142,14 @@ def test_student_edition_has_no_path_to_the_solutions(edition):
 
 
 def test_notebooks_folder_holds_the_chapters_only(edition):
-    """No test hook (conftest.py imports tools/, which students lack) and no lint configuration."""
+    """The chapters and what they open beside them (figures, local pages); no test hook
+    (conftest.py imports tools/, which students lack) and no lint configuration."""
     out, _ = edition
-    assert sorted(p.name for p in (out / "notebooks").iterdir()) == [p.name for p in NOTEBOOKS]
+    beside = {p.name for p in (ROOT / "notebooks").iterdir() if p.suffix != ".ipynb" and not p.name.startswith(".")}
+    beside -= set(make_student.NOT_FOR_STUDENTS)
+    names = {p.name for p in (out / "notebooks").iterdir()}
+    assert names == {p.name for p in NOTEBOOKS} | beside
+    assert not {"conftest.py", "ruff.toml"} & names
 
 
 def test_student_edition_mentions_no_material_it_lacks(edition):
@@ -149,8 +166,12 @@ def test_student_edition_stands_alone(edition):
     """README, requirements with the book's pins, the package's wheel, the student's own intro, the assignments."""
     out, _ = edition
     readme = (out / "README.md").read_text()
-    for step in ("pip install -r requirements.txt", "jupyter lab notebooks/", "check", "download.pytorch.org/whl/cpu"):
+    for step in ("pip install -r requirements.txt", "\njupyter lab\n", "check", "download.pytorch.org/whl/cpu"):
         assert step in readme, f"the README does not say {step!r}"
+    # `jupyter lab` in the edition's folder opens the chapters and the assignments (tests/test_student_lab.py
+    # starts it so in Chromium); a folder argument would leave one of them out
+    for text in (readme, (out / "book" / "intro.md").read_text()):
+        assert "jupyter lab notebooks" not in text
     requirements = (out / "requirements.txt").read_text().splitlines()
     pins = {line.split("==")[0]: line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line}
     for line in requirements:
