@@ -21,7 +21,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # Chapters other sessions were editing when the tool was written: the lead converts them
 # with `python tools/lab_markdown.py --write notebooks/05_*.ipynb ...` and empties this set
 # (a chapter converted while still listed fails: strict xfail).
-NOT_YET_CONVERTED = {"05_encoder", "06_decoder", "07_full_model", "08_using_the_model", "10_after_the_paper"}
+NOT_YET_CONVERTED: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,9 @@ def test_chapter_is_in_jupyterlab_form(path, converter):
     assert not changed, f"run python tools/lab_markdown.py --write notebooks/{path.name}"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert not re.search(r"\{(cite(:\w+)?|doc)\}`", markdown)
-    assert "../book/" not in markdown
+    # no image or link above notebooks/ (a data- attribute for the site's own script, such
+    # as chapter 8's translator box, is not one)
+    assert not re.search(r"(\]\(|(src|href)=[\"'])\.\./book/", markdown)
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             assert "<IPython.core.display" not in str(out.get("data", {}).get("text/plain", ""))
