@@ -85,8 +85,9 @@ def ch08_kv_cache():
             ax.add_patch(Rectangle((x, y), c, c / 2, fc=fc_v, ec=INK, lw=lw))
         label = f"new token: {words[t]}"
         small(ax, 1.2 + (t + 1) * c + 0.15, y + c / 2, label, ha="left")
-    legend(ax, 0.2, 1.15, [(ATTN, "new key"), (FFN, "new value")])
-    legend(ax, 0.2, 0.8, [(cached_k, "cached key"), (cached_v, "cached value")])
+    # outlined like the boxes they stand for (pale fills vanish on white otherwise)
+    legend(ax, 0.2, 1.15, [(ATTN, "new key"), (FFN, "new value")], edge=INK, lw=1.2)
+    legend(ax, 0.2, 0.8, [(cached_k, "cached key"), (cached_v, "cached value")], edge=INK, lw=0.7)
     note(ax, 2.5, 0.4, "the new query attends to every cached key", va="bottom")
     note(ax, 2.5, 0.1, "and to its own new key", va="bottom")
     return fig

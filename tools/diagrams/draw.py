@@ -181,10 +181,11 @@ def matrix(ax, x0, y0, n_rows, n_cols, cell, fc, label=None, shape=None):
     return x0 + w, y0 + h
 
 
-def legend(ax, x, y, items):
-    """Small squares with a label each, in a row starting at (x, y)."""
+def legend(ax, x, y, items, edge="white", lw=1.0):
+    """Small squares with a label each, in a row starting at (x, y); ``edge`` outlines
+    them (as the boxes they stand for are outlined, so pale colours show on white)."""
     for colour, label in items:
-        ax.add_patch(Rectangle((x, y - 0.09), 0.18, 0.18, fc=colour, ec="white"))
+        ax.add_patch(Rectangle((x, y - 0.09), 0.18, 0.18, fc=colour, ec=edge, lw=lw))
         small(ax, x + 0.25, y, label, ha="left")
         x += 0.25 + 0.11 * len(label) + 0.3
 
