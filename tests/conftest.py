@@ -95,3 +95,8 @@ def pytest_collection_modifyitems(config, items):
         # stay in both.
         if item.path.name.startswith("test_grading"):
             item.add_marker(pytest.mark.grader)
+        # The chapters and the student edition opened in JupyterLab in a browser: what they
+        # check (images, links, the tab, Run All's path) is rendering, which the kernels do
+        # not change, so `make test-portable` leaves them to `make test` too (marker lab).
+        if item.path.name in ("test_jupyterlab.py", "test_student_lab.py"):
+            item.add_marker(pytest.mark.lab)

@@ -127,13 +127,18 @@ def _slugs(course: Path) -> dict[str, str]:
     return {s.id: s.name.lower().replace(" ", "-") for s in roster.read_roster(course).values()}
 
 
-def _scores(course: Path) -> dict[str, tuple[float, float, float]]:
-    """{student name as a slug: (raw score, late penalty, score)} from grades.csv."""
+def _scores(course: Path) -> dict[str, tuple[float | None, float | None, float | None]]:
+    """{student name as a slug: (raw score, late penalty, score)} from grades.csv; None for
+    an empty cell (a NOT GRADED student has no score, not 0)."""
     with open(course / "grades.csv", newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["assignment"] == A]
     slug = _slugs(course)
+
+    def number(text: str) -> float | None:
+        return float(text) if text.strip() else None
+
     return {
-        slug[r["student_id"]]: (float(r["raw_score"]), float(r["late_submission_penalty"]), float(r["score"]))
+        slug[r["student_id"]]: tuple(number(r[k]) for k in ("raw_score", "late_submission_penalty", "score"))
         for r in rows
     }
 
@@ -186,7 +191,8 @@ def test_every_submission_gets_the_grade_it_earned(term):
     assert first["looping-student"][2] == 8.0
     # 2.5 days late: 3 started days at 10% of the score
     assert first["late-student"] == (10.0, 3.0, 7.0)
-    assert first["lost-student"][2] == 0.0
+    # two notebooks, neither named as the assignment: NOT GRADED, so no score (not 0)
+    assert first["lost-student"] == (None, None, None)
 
 
 def test_a_resubmission_is_graded_again_and_the_rest_are_kept(term):

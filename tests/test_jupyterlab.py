@@ -142,7 +142,7 @@ def _open(page, base: str, token: str, name: str, math: str, source: Path | None
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     _require_lab_and_browser()
     from playwright.sync_api import sync_playwright
@@ -160,7 +160,7 @@ def _require_lab_and_browser() -> None:
         pytest.skip("no Chromium found (apt-get install chromium, as .ci/run does): browser test skipped")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
     """A fresh clone of the repository: what a reader has after ``git clone``."""
     _require_lab_and_browser()
@@ -171,7 +171,7 @@ def clone(tmp_path_factory) -> Path:
     return repo
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(clone, tmp_path_factory):
     """``(base URL, token, clone)`` of ``jupyter lab notebooks/`` started in the clone."""
     with _jupyter_lab(clone, tmp_path_factory.mktemp("lab")) as (base, token):
@@ -214,7 +214,7 @@ def _kernel_idle(page, base: str, token: str, name: str) -> None:
     pytest.fail(f"{name}: the kernel did not start within 60 s")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chapters(browser, lab):
     """What a reader meets in each chapter: ``{name: facts}`` (images, links, rendered text,
     outputs, exercise titles, whether the tab is marked modified), every chapter opened
