@@ -95,8 +95,10 @@ def pytest_collection_modifyitems(config, items):
         # stay in both.
         if item.path.name.startswith("test_grading"):
             item.add_marker(pytest.mark.grader)
-        # The chapters and the student edition opened in JupyterLab in a browser: what they
-        # check (images, links, the tab, Run All's path) is rendering, which the kernels do
-        # not change, so `make test-portable` leaves them to `make test` too (marker lab).
-        if item.path.name in ("test_jupyterlab.py", "test_student_lab.py"):
+        # The chapters and the student edition opened in JupyterLab in a browser, and the
+        # assignments' Run All path: what they check (images, links, the tab, that Run All
+        # reaches "Am I done?" and names a slip) is rendering and flow, not arithmetic the
+        # kernels change (the hidden tests on the reference answers, test_assignments.py,
+        # stay in both), so `make test-portable` leaves them to `make test` (marker lab).
+        if item.path.name in ("test_jupyterlab.py", "test_student_lab.py", "test_assignments_run_all.py"):
             item.add_marker(pytest.mark.lab)
