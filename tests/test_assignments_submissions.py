@@ -152,7 +152,9 @@ def term(tmp_path_factory, deadlines_file):
     deadlines = deadlines_file(tmp, {A: DUE})
     released = nbformat.read(course / "release" / A / f"{A}.ipynb", as_version=4)
     uploads = _round_one(released)
-    flags = ["--course", str(course), "--quiet", "--feedback", f"--cell-timeout={CELL_TIMEOUT}"]
+    # one sandbox at a time: a second one beside it can push a busy machine's `import torch`
+    # past the 5-second cell limit (test_grading_parallel checks the parallel grading)
+    flags = ["--course", str(course), "--quiet", "--feedback", f"--cell-timeout={CELL_TIMEOUT}", "--workers=1"]
     flags += ["--deadlines", str(deadlines)] + (["--unsandboxed"] if grade.sandbox_problem() else [])
 
     out = {}
@@ -217,7 +219,11 @@ def test_the_instructor_is_told_what_grading_did(term):
     assert "test_DecoderLayer: edited; restored" in deleting
     assert "NOT GRADED" in notes["lost-student"] and "notes.ipynb" in notes["lost-student"]
     for student in ("correct-student", "blank-student", "late-student"):
-        assert student not in notes, notes.get(student)
+        # nothing but the information line this assignment gives everyone who imports the
+        # book's package, which it allows
+        lines = notes.get(student, "").splitlines()
+        other = [t for t in lines if t.strip() and not t.startswith("the book's package in the kernel")]
+        assert not other, notes.get(student)
     # nbgrader's own warnings about restored hidden tests are gone
     assert "checksum" not in out["log1"] and "has changed" not in out["log1"]
     page = course / "autograded" / out["ids"]["looping-student"] / A / f"{A}.ipynb"
