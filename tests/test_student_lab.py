@@ -31,9 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import test_assignments  # noqa: E402
 import test_assignments_run_all  # noqa: E402
+import test_jupyterlab  # noqa: E402
 import test_student  # noqa: E402
 from test_jupyterlab import _jupyter_lab, _require_lab_and_browser  # noqa: E402
-from test_site import CHROMIUM_FLAGS, find_chromium  # noqa: E402
+
+# the chapters' test's fixture (one Chromium per module), not a second copy of it
+browser = test_jupyterlab.browser
 
 PlaywrightTimeout = pytest.importorskip("playwright.sync_api", reason="playwright is pinned").TimeoutError
 pytestmark = pytest.mark.slow  # one JupyterLab, 16 notebooks opened, one Run All: about 2-4 minutes
@@ -97,17 +100,6 @@ def lab(tmp_path_factory):
         lab = _jupyter_lab(root)
     with lab as (base, token):
         yield base, token, root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _require_lab_and_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 def expected_images(nb: nbformat.NotebookNode) -> int:
