@@ -38,3 +38,15 @@ def test_a_notebook_past_its_time_limit_is_stopped_and_its_last_cells_do_not_run
     assert ran[:1] == [0] and len(ran) < len(cells), ran
     merged = grade.merge_outputs(nb, frames, reason)
     assert merged.cells[-1].outputs[0].ename == "NotExecuted"
+
+
+def test_a_runner_stopped_after_a_cell_ran_is_the_submissions_doing():
+    # the runner's client failing on junk in the kernel's channel (seen in CI for the
+    # hostile class's fakefail payload, which writes into every descriptor)
+    junk = {"stopped": "ValueError: b'<IDS|MSG>' is not in list"}
+    after = grade.stopped_reason([{"started": True}, {"index": 0, "outputs": []}, junk])
+    assert "ValueError" in after and "the submission's doing" in after, after
+    # stopped before any cell came back: not said to be the submission's
+    before = grade.stopped_reason([{"started": True}, junk])
+    assert "ValueError" in before and "doing" not in before, before
+    assert grade.stopped_reason([{"started": True}, {"index": 0}]) == ""

@@ -245,6 +245,22 @@ def _copy_files(src: Path, dest: Path, submitted: Path | None = None) -> list[st
     return sorted(code)
 
 
+def stopped_reason(frames: list[dict]) -> str:
+    """Why the runner said it stopped (its ``stopped`` frame), "" if it did not; a
+    stop after a cell's frame came back is the submission's doing (junk written into
+    the kernel's channel makes the runner's client fail, as killing it does)."""
+    stopped = [str(f["stopped"]) for f in frames if "stopped" in f]
+    if not stopped:
+        return ""
+    reason = f"the notebook's run stopped before this cell ({stopped[0]})"
+    if any("index" in f for f in frames):  # the submission's code had started
+        reason += (
+            ": after the submission's code started (the submission's doing, e.g. it "
+            "wrote into the kernel's channel or killed the runner)"
+        )
+    return reason
+
+
 def run_sandboxed(
     nb: nbformat.NotebookNode,
     files: Path | None = None,
@@ -393,9 +409,8 @@ def _run(nb, files, submitted, cgroup, uid, processes, **limits):
             reason = f"the notebook wrote more than {max_output >> 20} MiB of output"
             if isinstance(peaks[0], int):
                 reason += f" (stopped there, the runner holding {peaks[0]} MiB at most)"
-        stopped = [str(f["stopped"]) for f in frames if "stopped" in f]
-        if stopped and not reason:
-            reason = f"the notebook's run stopped before this cell ({stopped[0]})"
+        if not reason:
+            reason = stopped_reason(frames)
         if not reason and proc.returncode != 0:
             code = proc.returncode
             if not started:
