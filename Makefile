@@ -19,12 +19,13 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book translator bench-browser test test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
+.PHONY: help setup data book translator bench-browser test test-integration test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
 	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
 	@echo "make test-quick  the package tests only, without notebooks, site or slow tests (under 2 minutes)"
+	@echo "make test-integration  the sandboxed grading of whole classes and JupyterLab in a browser (CI)"
 	@echo "make test-portable  package tests (with the exercise test) + strict nbval again, on PyTorch's generic CPU kernels"
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
@@ -210,7 +211,15 @@ PARALLEL := -n $(WORKERS) --dist loadfile
 # The exercise test (every chapter again, with its answer cells filled) runs in test-portable,
 # which CI runs after this: the two together check everything, each within its time budget.
 test: lint book data
-	$(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not exercises" tests notebooks
+	$(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not exercises and not integration" tests notebooks
+
+# Whole runs of what a user starts, minutes each (marker integration, tests/conftest.py): a class
+# of ordinary and hostile submissions graded in the sandbox, Moodle's and Canvas's terms, parallel
+# grading; the chapters and the student edition opened in JupyterLab in Chromium, Run All over
+# the assignments. CI runs it after `make test`; run it when you change tools/grading/ or how a
+# chapter opens in JupyterLab.
+test-integration: setup book data
+	$(BIN)/pytest $(PARALLEL) -p no:randomly -m integration tests
 
 # The same package tests and notebooks on another kernel set: PyTorch's generic (non-SIMD) CPU code
 # and one thread, as on a reader's laptop that differs from the machine the outputs were stored on.
@@ -219,7 +228,7 @@ test: lint book data
 # kernels change; the assignments' hidden tests on the reference answers run in both) and the
 # JupyterLab browser tests (marker lab: rendering, not arithmetic).
 test-portable: setup data
-	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not site and not grader and not lab" tests notebooks
+	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not site and not grader and not lab and not integration" tests notebooks
 
 outputs: setup
 	$(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))

@@ -102,3 +102,47 @@ def pytest_collection_modifyitems(config, items):
         # stay in both), so `make test-portable` leaves them to `make test` (marker lab).
         if item.path.name in ("test_jupyterlab.py", "test_student_lab.py", "test_assignments_run_all.py"):
             item.add_marker(pytest.mark.lab)
+        # Whole runs of what a user starts: a class graded in the sandbox (the slow grading
+        # files and the assignments' submissions), the chapters and the student edition in
+        # JupyterLab. `make test-integration` runs them (CI: after `make test`), so that
+        # `make test` keeps its 15 minutes on 2 cores (marker integration).
+        slow = item.get_closest_marker("slow") is not None
+        if item.get_closest_marker("lab") or (
+            slow and (item.get_closest_marker("grader") or item.path.name in INTEGRATION_FILES)
+        ):
+            item.add_marker(pytest.mark.integration)
+    # The longest files and notebooks first: pytest-xdist (--dist loadfile) hands out files
+    # in collection order, so a long one collected last keeps one worker busy while the
+    # other has finished (a stable sort: a notebook's cells keep their order).
+    items.sort(key=lambda item: HEAVY_FIRST.get(item.path.name, len(HEAVY_FIRST)))
+
+
+# graded in the sandbox, but not named test_grading*
+INTEGRATION_FILES = {"test_assignments_submissions.py"}
+# the longest first (seconds on 2 cores, measured with --durations): the rest keep their order
+HEAVY_FIRST = {
+    name: rank
+    for rank, name in enumerate(
+        [
+            "07_full_model.ipynb",
+            "08_using_the_model.ipynb",
+            "test_grading.py",
+            "test_grading_hostile_two.py",
+            "test_jupyterlab.py",
+            "10_after_the_paper.ipynb",
+            "test_exercises.py",
+            "test_grading_term.py",
+            "test_grading_moodle_term.py",
+            "test_student_lab.py",
+            "test_assignments_run_all.py",
+            "test_assignments_submissions.py",
+            "09_what_the_paper_measured.ipynb",
+            "test_student.py",
+            "test_editions.py",
+            "test_site.py",
+            "test_slides.py",
+            "test_browser_export.py",
+            "test_training.py",
+        ]
+    )
+}
