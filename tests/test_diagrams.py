@@ -6,6 +6,7 @@ tools/diagrams/ draws them; a committed SVG that differs from a fresh drawing
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import sys
@@ -72,7 +73,11 @@ def test_committed_diagrams_are_the_drawn_ones(fresh):
     assert not stale, f"out of date (run python tools/diagrams): {stale}"
 
 
-def test_check_flag_names_stale_files(tmp_path, fresh, capsys):
+def test_check_flag_names_stale_files(tmp_path, fresh, capsys, monkeypatch):
+    # each diagram as the fixture drew it, not drawn twice more (83 s of 170 here):
+    # the comparison and the naming are what this checks; render is checked above
+    drawn = {path.stem: path.read_bytes() for path in fresh.glob("*.svg")}
+    monkeypatch.setattr(diagrams, "render", lambda draw: drawn[draw.__name__])
     for path in fresh.glob("*.svg"):
         (tmp_path / path.name).write_bytes(path.read_bytes())
     (tmp_path / "ch05_encoder_layer.svg").write_bytes(b"<svg/>")
@@ -301,6 +306,33 @@ def test_export_permutation_is_the_exports():
     ch08 = diagrams.ch08
     for d_model in (ch08.EXPORT_D, BASE.d_model):
         assert ch08.export_order(d_model) == _perm(d_model).tolist()
+
+
+def test_every_overview_block_names_the_chapter_that_builds_it():
+    """Each block of the whole-model figure carries a chapter tag (an add & LayerNorm
+    box too: its tag once did not fit the short box and was left out), written on the
+    block's second line, and every chapter a tag names lights the block in its locator
+    (the review checklist's locators-and-overview sweep)."""
+    overview = diagrams.overview
+    svg = (FIGURES / "overview_transformer.svg").read_text()
+    # (x, y, text) of every text element, in the order drawn (y grows downwards)
+    element = re.compile(r'<text [^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]+)<')
+    texts = [(float(x), float(y), html.unescape(t)) for x, y, t in element.findall(svg)]
+    for key, label, _, ref in overview.ENCODER + overview.DECODER:
+        assert ref, f"the overview's {key} ({label}) names no chapter"
+        numbers = re.search(r"ch\. ([\d, ]+)$", ref)
+        assert numbers, f"{key}: no chapter at the end of its tag {ref!r}"
+        for number in numbers.group(1).split(","):
+            lit, _ = overview.LOCATORS[f"{int(number):02d}"]
+            assert key in lit, f"{key} says ch. {number.strip()}; its locator greys it"
+    norms = [k for k, *_ in overview.ENCODER + overview.DECODER if "norm" in k]
+    labels = [i for i, (_, _, t) in enumerate(texts) if t == "add & LayerNorm"]
+    assert len(labels) == len(norms) == 5
+    for i in labels:  # the tag: the next text, under the name, inside the same box
+        (x, y, _), (x_tag, y_tag, tag) = texts[i], texts[i + 1]
+        assert re.fullmatch(r"ch\. \d", tag) and x_tag == x and 0 < y_tag - y < 25, (
+            f"an add & LayerNorm box without its chapter tag: {texts[i : i + 2]}"
+        )
 
 
 def test_chapter_10_diagrams_use_the_chapter_sizes():

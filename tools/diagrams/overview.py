@@ -36,24 +36,27 @@ PAPER_VOCAB = 37000
 POS = "#e0d4ef"  # the positional encoding: a colour of its own
 FADED_FILL, FADED_EDGE, FADED_INK = "#f4f4f4", "#c4c4c4", "#9a9a9a"
 
-# (key, label, colour, the chapter that builds it) from the bottom up, per column
+# (key, label, colour, the chapter that builds it) from the bottom up, per column. Every
+# block carries its tag: chapter 5 builds the residual add and LayerNorm of the encoder
+# layer, chapter 6 the decoder layer's three (the same function, as it does the decoder's
+# feed-forward); a chapter named in a tag lights the block in its locator (LOCATORS).
 ENCODER = [
     ("src_embed", f"embedding · √{D_MODEL}", EMBED, "ch. 5"),
     ("src_pos", "+ positions", POS, "ch. 4"),
     ("enc_attn", f"self-attention, {HEADS} heads", ATTN, "ch. 2, 3, 5"),
-    ("enc_norm1", "add & LayerNorm", NORM, ""),
+    ("enc_norm1", "add & LayerNorm", NORM, "ch. 5"),
     ("enc_ffn", "feed-forward", FFN, f"{D_MODEL}→{D_FF}→{D_MODEL} · ch. 5"),
-    ("enc_norm2", "add & LayerNorm", NORM, ""),
+    ("enc_norm2", "add & LayerNorm", NORM, "ch. 5"),
 ]
 DECODER = [
     ("tgt_embed", f"embedding · √{D_MODEL}", EMBED, "ch. 5"),
     ("tgt_pos", "+ positions", POS, "ch. 4"),
     ("dec_self", "masked self-attention", ATTN, "ch. 2, 3, 6"),
-    ("dec_norm1", "add & LayerNorm", NORM, ""),
+    ("dec_norm1", "add & LayerNorm", NORM, "ch. 6"),
     ("dec_cross", "cross-attention", ATTN, "ch. 6"),
-    ("dec_norm2", "add & LayerNorm", NORM, ""),
+    ("dec_norm2", "add & LayerNorm", NORM, "ch. 6"),
     ("dec_ffn", "feed-forward", FFN, "ch. 6"),
-    ("dec_norm3", "add & LayerNorm", NORM, ""),
+    ("dec_norm3", "add & LayerNorm", NORM, "ch. 6"),
     ("linear", "linear (tied)", EMBED, "ch. 6, 7"),
     ("softmax", "softmax", NORM, "ch. 6, 7, 8"),
 ]
@@ -102,7 +105,9 @@ def stack(ax, cx, y, blocks, lit, compact, skip_side):
     placed = {}
     for n, (key, label, colour, ref) in enumerate(blocks):
         is_norm = "norm" in key
-        h = (0.34 if is_norm else 0.6) if not compact else (0.3 if is_norm else 0.42)
+        # in the full drawing an add & norm box is as tall as the others: two lines,
+        # its name and its chapter tag
+        h = 0.6 if not compact else (0.3 if is_norm else 0.42)
         on = key in lit
         w = width * (0.8 if is_norm else 1.0)
         if n:
