@@ -19,7 +19,10 @@ In a chapter's markdown cells it rewrites (idempotent; code and outputs untouche
   same chapter stays a ``{ref}``, which jupyterlab-myst resolves); the API page and its
   entries -> ``api.md`` and ``api.md#aiayn_helpers.X`` (``notebooks/api.md``, a summary of
   every public name with the link to its full entry on the site); another page of the
-  site -> its published address.
+  site -> its published address;
+* ``(label)=`` before a box (``{admonition}``, ``{note}``, ...) that the chapter links ->
+  ``(label)=`` as the first line of the box's body: jupyterlab-myst gives an admonition no
+  id, but the paragraph a label stands before gets it, so the link leads into the box.
 
 It also gives each self-check quiz's stored output the line ``ah.quiz`` prints for a
 front end that does not run its script (where it printed
@@ -77,6 +80,16 @@ def chapter_labels(root: Path = ROOT) -> dict[str, tuple[str, str]]:
     return plain_markdown.collect_labels(sources)
 
 
+def linked_here(root: Path = ROOT) -> dict[str, set[str]]:
+    """``{page: labels}``: the labels each chapter links with its own ``{ref}`` roles."""
+    out = {}
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        text = to_myst("\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+        out[plain_markdown.page_of(path, root)] = set(re.findall(r"\{ref\}`(?:[^`]*<)?([\w-]+)>?`", text))
+    return out
+
+
 class Converter:
     """Turns one chapter's MyST roles and paths into the JupyterLab form."""
 
@@ -84,6 +97,7 @@ class Converter:
         self.root = root
         self.references = plain_markdown.load_bibliography(root / "book" / "references.bib")
         self.labels = chapter_labels(root)
+        self.linked_here = linked_here(root)
         self.site = site()
 
     def _cite(self, keys: str, textual: bool) -> str:
@@ -123,6 +137,12 @@ class Converter:
             return m.group(0) if new is None else new
 
         text = plain_markdown._ROLE.sub(one, text)
+        linked = self.linked_here.get(page, set())
+
+        def box(m: re.Match) -> str:
+            return m["open"] + "(" + m["label"] + ")=\n" if m["label"] in linked else m.group(0)
+
+        text = notebook_markdown.BOX_LABEL_BEFORE.sub(box, text)
         text = FIGURE.sub(lambda m: m["head"] + notebook_markdown.FIGURES + m["name"] + ")", text)
         return API_ENTRY.sub(lambda m: f"]({API}{m['anchor']})", text)
 

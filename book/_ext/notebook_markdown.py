@@ -8,6 +8,10 @@ without the site (``tools/lab_markdown.py`` writes it):
 * ``{cite:t}`` is ``[Vaswani et al. (2017)](bibliography.md#KEY)`` and ``{cite:p}``
   is ``([Vaswani et al., 2017](bibliography.md#KEY); ...)``, links into a local copy of
   the bibliography;
+* a box's label (a common-mistake box that the chapter links) is the first line of its
+  body, ``(label)=`` after the directive's options, where jupyterlab-myst gives the
+  paragraph it labels an id (it gives an admonition none, so a label before the box
+  led nowhere); the site has it before the box, as it was;
 * a chapter link is ``[chapter 4](04_positional_encoding.ipynb)``, a label of another
   chapter ``[text](04_positional_encoding.ipynb#LABEL)``, the API page ``api.md`` (a
   local summary) and a page of the site its published address.
@@ -39,6 +43,10 @@ CHAPTER_REF = re.compile(rf"(?<!!)\[(?P<text>[^\[\]]+)\]\((?P<page>{CHAPTER})\.i
 CHAPTER_DOC = re.compile(rf"(?<!!)\[(?P<text>[^\[\]]+)\]\((?P<page>{CHAPTER})\.ipynb\)")
 SITE_PAGE = re.compile(r"(?<!!)\[(?P<text>[^\[\]]+)\]\(https://[\w.-]+\.github\.io/[\w.-]+/book/(?P<page>\w+)\.html\)")
 FIGURE = re.compile(rf"(?P<head>!\[[^\]]*\]\(){re.escape(FIGURES)}(?P<name>[\w-]+\.svg)\)")
+_BOX = r"(?:`{3,}|:{3,})\{(?:admonition|note|tip|hint|important|warning|caution|attention|danger|error|seealso)\}"
+# a box's opening line and its options; the label in its body (lab form) or before it (site form)
+BOX_LABEL_INSIDE = re.compile(rf"(?m)^(?P<open>{_BOX}[^\n]*\n(?::[\w-]+:[^\n]*\n)*)\((?P<label>[\w-]+)\)=\n")
+BOX_LABEL_BEFORE = re.compile(rf"(?m)^\((?P<label>[\w-]+)\)=\n(?P<open>{_BOX}[^\n]*\n(?::[\w-]+:[^\n]*\n)*)")
 
 
 def to_myst(text: str) -> str:
@@ -51,6 +59,7 @@ def to_myst(text: str) -> str:
     text = CHAPTER_REF.sub(lambda m: "{ref}`" + m["text"] + " <" + m["label"] + ">`", text)
     text = CHAPTER_DOC.sub(lambda m: "{doc}`" + m["text"] + " <" + m["page"] + ">`", text)
     text = SITE_PAGE.sub(lambda m: "{doc}`" + m["text"] + " <../book/" + m["page"] + ">`", text)
+    text = BOX_LABEL_INSIDE.sub(lambda m: "(" + m["label"] + ")=\n" + m["open"], text)
     return FIGURE.sub(lambda m: m["head"] + "../book/figures/" + m["name"] + ")", text)
 
 
