@@ -20,6 +20,9 @@ In a chapter's markdown cells it rewrites (idempotent; code and outputs untouche
   entries -> ``api.md`` and ``api.md#aiayn_helpers.X`` (``notebooks/api.md``, a summary of
   every public name with the link to its full entry on the site); another page of the
   site -> its published address;
+* ``{exercise-start}`` with ``:label: ch03-ex1`` gets ``:enumerator: 3.1`` after the label:
+  jupyterlab-myst shows "Exercise 3.1", the site's, the checks' and the slides' number
+  (it would count "Exercise 1" within the notebook);
 * ``(label)=`` before a box (``{admonition}``, ``{note}``, ...) that the chapter links ->
   ``(label)=`` as the first line of the box's body: jupyterlab-myst gives an admonition no
   id, but the paragraph a label stands before gets it, so the link leads into the box.
@@ -55,6 +58,7 @@ import notebook_markdown  # noqa: E402
 import plain_markdown  # noqa: E402
 from notebook_markdown import API, BIBLIOGRAPHY, to_myst  # noqa: E402
 
+from aiayn_helpers.exercises import exercise_name  # noqa: E402
 from aiayn_helpers.quizzes import RUN_TO_TAKE  # noqa: E402
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -62,6 +66,9 @@ SOURCE_FIGURES = ROOT / "book" / "figures"
 LAB_FIGURES = NOTEBOOKS / "figures"
 FIGURE = re.compile(r"(?P<head>!\[[^\]]*\]\()\.\./book/figures/(?P<name>[\w-]+\.svg)\)")
 API_ENTRY = re.compile(r"\]\((?P<anchor>#aiayn_helpers\.[\w.]+)\)")
+EXERCISE_LABEL = re.compile(
+    r"(?m)^(?:`{3,}|:{3,})\{exercise(?:-start)?\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label: (?P<label>[\w-]+)\n"
+)
 
 
 def site() -> str:
@@ -143,6 +150,13 @@ class Converter:
             return m["open"] + "(" + m["label"] + ")=\n" if m["label"] in linked else m.group(0)
 
         text = notebook_markdown.BOX_LABEL_BEFORE.sub(box, text)
+        text = notebook_markdown.EXERCISE_NUMBER.sub(lambda m: m["open"], text)  # idempotent
+
+        def number(m: re.Match) -> str:
+            name = exercise_name(m["label"])
+            return m.group(0) + (f":enumerator: {name.split()[1]}\n" if name.startswith("Exercise ") else "")
+
+        text = EXERCISE_LABEL.sub(number, text)
         text = FIGURE.sub(lambda m: m["head"] + notebook_markdown.FIGURES + m["name"] + ")", text)
         return API_ENTRY.sub(lambda m: f"]({API}{m['anchor']})", text)
 

@@ -12,6 +12,9 @@ without the site (``tools/lab_markdown.py`` writes it):
   body, ``(label)=`` after the directive's options, where jupyterlab-myst gives the
   paragraph it labels an id (it gives an admonition none, so a label before the box
   led nowhere); the site has it before the box, as it was;
+* an exercise carries its site number, ``:enumerator: 3.1`` after its label, which
+  jupyterlab-myst shows ("Exercise 3.1", where it would count "Exercise 1") and the
+  site's sphinx-exercise does not know (the site numbers it itself);
 * a chapter link is ``[chapter 4](04_positional_encoding.ipynb)``, a label of another
   chapter ``[text](04_positional_encoding.ipynb#LABEL)``, the API page ``api.md`` (a
   local summary) and a page of the site its published address.
@@ -43,6 +46,11 @@ CHAPTER_REF = re.compile(rf"(?<!!)\[(?P<text>[^\[\]]+)\]\((?P<page>{CHAPTER})\.i
 CHAPTER_DOC = re.compile(rf"(?<!!)\[(?P<text>[^\[\]]+)\]\((?P<page>{CHAPTER})\.ipynb\)")
 SITE_PAGE = re.compile(r"(?<!!)\[(?P<text>[^\[\]]+)\]\(https://[\w.-]+\.github\.io/[\w.-]+/book/(?P<page>\w+)\.html\)")
 FIGURE = re.compile(rf"(?P<head>!\[[^\]]*\]\(){re.escape(FIGURES)}(?P<name>[\w-]+\.svg)\)")
+# an exercise's opening line, its options up to its label; the number after it (lab form only)
+EXERCISE_NUMBER = re.compile(
+    r"(?m)^(?P<open>(?:`{3,}|:{3,})\{exercise(?:-start)?\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label: (?P<label>[\w-]+)\n)"
+    r":enumerator: [^\n]*\n"
+)
 _BOX = r"(?:`{3,}|:{3,})\{(?:admonition|note|tip|hint|important|warning|caution|attention|danger|error|seealso)\}"
 # a box's opening line and its options; the label in its body (lab form) or before it (site form)
 BOX_LABEL_INSIDE = re.compile(rf"(?m)^(?P<open>{_BOX}[^\n]*\n(?::[\w-]+:[^\n]*\n)*)\((?P<label>[\w-]+)\)=\n")
@@ -59,6 +67,7 @@ def to_myst(text: str) -> str:
     text = CHAPTER_REF.sub(lambda m: "{ref}`" + m["text"] + " <" + m["label"] + ">`", text)
     text = CHAPTER_DOC.sub(lambda m: "{doc}`" + m["text"] + " <" + m["page"] + ">`", text)
     text = SITE_PAGE.sub(lambda m: "{doc}`" + m["text"] + " <../book/" + m["page"] + ">`", text)
+    text = EXERCISE_NUMBER.sub(lambda m: m["open"], text)
     text = BOX_LABEL_INSIDE.sub(lambda m: "(" + m["label"] + ")=\n" + m["open"], text)
     return FIGURE.sub(lambda m: m["head"] + "../book/figures/" + m["name"] + ")", text)
 
