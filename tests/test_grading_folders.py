@@ -170,3 +170,35 @@ def test_one_student_is_graded_again_or_removed(course, make_grade, capsys):
     assert not (course / "autograded" / "ok" / A).exists()
     assert (course / "autograded" / "ok_2" / A).is_dir()
     assert run("--remove", "ok") == 2  # nothing left to remove
+
+
+def test_a_student_no_worker_graded_is_graded_again_alone(course, make_grade, monkeypatch, capsys):
+    """Two workers share one gradebook; a student whose worker wrote nothing (its
+    nbgrader lost a write to the other's, say) is graded once more, by one nbgrader
+    alone that excludes everyone else, and is not reported NOT GRADED."""
+    run, _, _ = make_grade
+    asked = []
+
+    def nbgrader(command, assignment, *args, course, quiet=False, check=True):
+        excluded = set()
+        for arg in args:
+            if arg.startswith("--CourseDirectory.student_id_exclude="):
+                excluded = set(arg.split("=", 1)[1].split(","))
+        students = sorted(f.parent.name for f in (course / "submitted").glob(f"*/{assignment}"))
+        mine = [s for s in students if s not in excluded]
+        asked.append(mine)
+        for student in mine:
+            if student == "ok_2" and len(asked) <= 2:  # its first worker fails it
+                continue
+            graded = course / "autograded" / student / assignment
+            graded.mkdir(parents=True, exist_ok=True)
+            (graded / f"{assignment}.ipynb").write_text("{}")
+        return "log\n"
+
+    monkeypatch.setattr(cli, "nbgrader", nbgrader)
+    assert run("--workers", "2") == 1  # the refused folders are still NOT GRADED
+    err = capsys.readouterr().err
+    assert sorted(map(tuple, asked[:2])) == [("ok",), ("ok_2",)], asked  # one each
+    assert asked[2:] == [["ok_2"]], asked  # then the one missed, alone
+    assert (course / "autograded" / "ok_2" / A / f"{A}.ipynb").is_file()
+    assert "ok_2: NOT GRADED" not in err and "grading 2 submission(s), 2 at a time" in err
