@@ -216,6 +216,9 @@ def test_an_edition_holds_only_what_works_for_its_reader(editions, edition):
     )
     assert make_editions.package_spec() in readme
     assert f"Python {make_editions.python_range()}," in readme and make_editions.python_range() == "3.11 to 3.14"
+    # the README's command serves every folder the edition has (the assignments too)
+    command = "\n  jupyter lab\n" if edition == "student" else "\n  jupyter lab notebooks/\n"
+    assert command in readme, readme
 
 
 def test_student_edition_has_no_solution(editions):

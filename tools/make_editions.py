@@ -77,7 +77,7 @@ and replaced at every release: do not edit it.
   python3 -m venv .venv && source .venv/bin/activate
   pip install torch=={torch} --index-url https://download.pytorch.org/whl/cpu
   pip install "{package}"
-  jupyter lab notebooks/
+  {lab}
   ```
 """
 
@@ -112,6 +112,8 @@ def readme(edition: str, repo: str, assignments: bool) -> str:
         torch=make_student.torch_pin(requirements),
         package=package_spec(),
         pythons=python_range(),
+        # the folder JupyterLab serves holds what the reader opens: chapters and assignments
+        lab="jupyter lab" if assignments else "jupyter lab notebooks/",
     )
 
 
