@@ -64,14 +64,15 @@ def submission(course: Path, assignment: str, kind: str) -> str:
     return nbformat.writes(nb)
 
 
-def hand_in(course: Path, assignment: str, copies: int) -> list[str]:
-    """``copies`` of the mixed class into ``course``/submitted; the student ids."""
+def hand_in(course: Path, assignment: str, copies: int, kinds: tuple[str, ...] = KINDS) -> list[str]:
+    """``copies`` of the mixed class (of ``kinds``) into ``course``/submitted; the
+    student ids."""
     if copies < 1:
         raise ValueError(f"expected 1 or more copies, got {copies}")
-    texts = {kind: submission(course, assignment, kind) for kind in KINDS}
+    texts = {kind: submission(course, assignment, kind) for kind in kinds}
     ids = []
     for n in range(copies):
-        for kind in KINDS:
+        for kind in kinds:
             sid = f"{kind}-{n:03d}"
             folder = course / "submitted" / sid / assignment
             folder.mkdir(parents=True)
