@@ -11,14 +11,17 @@ again and names what failed.
 
 Each common slip of an assignment (the missing sqrt(d_k), the mask's direction, the
 softmax's axis, ...) is planted in the solution, and the visible test under it must fail
-with a message that names the cause, not only the symptom. Those run in this process
-(the released cells, executed in order in a fresh namespace, as the kernel would); one
-slip of each assignment runs in a kernel as a Run All. The released notebooks come from
+with a message that names the cause, not only the symptom, and "Am I done?" must name it
+too. Those run in this process (the released cells, "Am I done?" included, executed in
+order in a fresh namespace, as the kernel would); one slip of one assignment runs in a
+kernel as a Run All (tests/test_student_lab.py runs another in JupyterLab). The released notebooks come from
 make student's course (nbgrader generate_assignment), built once per session.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from pathlib import Path
@@ -221,13 +224,8 @@ SLIPS = {
         ),
     },
 }
-# the slip each assignment's Run All in a kernel carries
-RUN_ALL = {
-    "assignment1": "no sqrt(d_k)",
-    "assignment2": "pre-norm",
-    "assignment3": "inverted padding mask",
-    "assignment4": "no d_model^-0.5",
-}
+# the assignment and slip of the Run All in a kernel (assignment 1's runs in JupyterLab: tests/test_student_lab.py)
+RUN_ALL = ("assignment3", "inverted padding mask")
 
 
 @pytest.fixture(scope="module")
@@ -249,19 +247,36 @@ def _grade_id(cell) -> str | None:
     return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
-def _visible_errors(nb: nbformat.NotebookNode) -> dict[str, str]:
-    """Each code cell's error (grade_id, or the cell's index, -> 'ename: evalue'), running the cells in order in one
-    namespace; a cell that raises is recorded and the next one runs (as Run All does with the tagged test cells)."""
+def _run_in_order(nb: nbformat.NotebookNode) -> tuple[dict[str, str], str]:
+    """``(errors, report)``: each code cell's error (grade_id, or the cell's index, -> 'ename: evalue'), running
+    the cells in order in one namespace, as a kernel's Run All does with the tagged test cells (a cell that raises
+    is recorded and the next one runs), and what the last cell, "Am I done?", printed."""
     namespace = {"__name__": "__main__"}
-    errors = {}
+    errors, report = {}, io.StringIO()
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or cell.get("id") == "am-i-done":
+        if cell.cell_type != "code":
             continue
         try:
-            exec(compile(cell.source, f"<cell {i}>", "exec"), namespace)
+            with contextlib.redirect_stdout(report if cell.get("id") == "am-i-done" else io.StringIO()):
+                exec(compile(cell.source, f"<cell {i}>", "exec"), namespace)
         except Exception as error:  # the cell's error, as the notebook would show it
             errors[_grade_id(cell) or str(i)] = f"{type(error).__name__}: {error}"
-    return errors
+    return errors, report.getvalue()
+
+
+def _names_the_slip(nb: nbformat.NotebookNode, report: str, failing: str, words: str) -> None:
+    """The report says the visible test ``failing`` FAILED and, on the next line, why (``words``)."""
+    assert "Visible tests:" in report and "not defined" not in report, report
+    cell = next(c for c in nb.cells if _grade_id(c) == failing)
+    title = cell.source.splitlines()[0].lstrip("# ").strip().rstrip(".")
+    lines = report.splitlines()
+    where = lines.index(f"  FAILED  {title}")  # the failing test, and on the next line why
+    assert words in lines[where + 1], report
+
+
+@pytest.fixture(autouse=True)
+def _not_grading(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)  # "Am I done?" is silent while nbgrader grades
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -281,23 +296,32 @@ def test_every_visible_test_goes_on_after_a_failure(released, name):
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_the_solution_passes_every_visible_test(released, name):
-    assert _visible_errors(test_assignments._fill(released[name], _answers(name, None))) == {}
+    errors, report = _run_in_order(test_assignments._fill(released[name], _answers(name, None)))
+    assert errors == {}
+    passed = report.count("  passed  ")
+    assert f"Visible tests: {passed} of {passed} passed." in report and "FAILED" not in report, report
+    assert passed >= 3, report
 
 
 @pytest.mark.parametrize(("name", "slip"), [(n, s) for n, slips in SLIPS.items() for s in slips])
-def test_a_slip_fails_its_visible_test_naming_the_cause(released, name, slip):
+def test_a_slip_fails_its_visible_test_and_am_i_done_names_the_cause(released, name, slip):
+    """Every slip, run through to "Am I done?" (in this process: the cells in order, as Run All runs them)."""
     _, failing, words = SLIPS[name][slip]
-    errors = _visible_errors(test_assignments._fill(released[name], _answers(name, slip)))
+    nb = test_assignments._fill(released[name], _answers(name, slip))
+    errors, report = _run_in_order(nb)
     assert failing in errors, f"{slip}: {failing} passed; errors: {errors}"
     assert words in errors[failing], errors[failing]
     assert all(gid.startswith("test_") for gid in errors), f"{slip}: a cell other than a test failed: {errors}"
+    _names_the_slip(nb, report, failing, words)
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_run_all_with_a_slip_reaches_am_i_done(released, name, tmp_path):
-    """Run All (stop at the first error, tagged cells excepted) in a kernel; the last cell reports the slip."""
-    slip = RUN_ALL[name]
+def test_run_all_with_a_slip_reaches_am_i_done(released, tmp_path):
+    """Run All (stop at the first error, tagged cells excepted) in a kernel; the last cell reports the slip.
+    One assignment runs in a kernel (the mechanism: the tag, stop_on_error, the kernel going on); every slip of
+    every assignment reaches "Am I done?" in this process above, and tests/test_student_lab.py runs assignment 1's
+    Run All in JupyterLab."""
+    name, slip = RUN_ALL
     _, failing, words = SLIPS[name][slip]
     nb = test_assignments._fill(released[name], _answers(name, slip))
     env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
@@ -306,10 +330,6 @@ def test_run_all_with_a_slip_reaches_am_i_done(released, name, tmp_path):
     done = nb.cells[-1]
     assert done.get("id") == "am-i-done" and done.outputs, "Run All did not reach the Am I done? cell"
     report = "".join(o.get("text", "") for o in done.outputs if o.output_type == "stream")
-    assert "Visible tests:" in report and "not defined" not in report, report
+    _names_the_slip(nb, report, failing, words)
     cell = next(c for c in nb.cells if _grade_id(c) == failing)
-    title = cell.source.splitlines()[0].lstrip("# ").strip().rstrip(".")
-    lines = report.splitlines()
-    where = lines.index(f"  FAILED  {title}")  # the failing test, and on the next line why
-    assert words in lines[where + 1], report
     assert any(words in o.get("evalue", "") for o in cell.outputs if o.output_type == "error")
