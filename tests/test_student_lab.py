@@ -39,7 +39,7 @@ from test_jupyterlab import _jupyter_lab, _require_lab_and_browser  # noqa: E402
 browser = test_jupyterlab.browser
 
 PlaywrightTimeout = pytest.importorskip("playwright.sync_api", reason="playwright is pinned").TimeoutError
-pytestmark = pytest.mark.slow  # one JupyterLab, 16 notebooks opened, one Run All: about 2-4 minutes
+pytestmark = pytest.mark.slow  # one JupyterLab, one page: 16 notebooks opened, one Run All
 
 SLIP = "no sqrt(d_k)"  # assignment 1's slip for the Run All
 
@@ -116,7 +116,7 @@ def expected_images(nb: nbformat.NotebookNode) -> int:
 def _open(page, base: str, token: str, path: str, nb: nbformat.NotebookNode) -> None:
     """Open ``path`` and wait for its cells, rendered, and (up to 60 s, then it is measured as
     it is) for as many images as it holds."""
-    page.goto(f"{base}/lab/tree/{path}?token={token}&reset")
+    test_jupyterlab.switch_to(page, base, token, path)
     page.wait_for_function(
         "n => { const nb = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook');"
         " return nb && nb.querySelectorAll('.jp-Cell').length >= n &&"
@@ -133,13 +133,19 @@ def _open(page, base: str, token: str, path: str, nb: nbformat.NotebookNode) -> 
 
 
 @pytest.fixture(scope="module")
-def opened(lab, browser):
+def page(browser):
+    """One browser page for every notebook of this file, opened in turn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(180_000)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def opened(lab, page):
     """Every chapter and assignment, opened from the folder the README's command serves: path -> report."""
     base, token, root = lab
     paths = sorted(p.relative_to(root).as_posix() for p in root.glob("*/*.ipynb") if "checkpoint" not in str(p))
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(120_000)
-    page = context.new_page()
     reports = {}
     shots = os.environ.get("AIAYN_SCREENSHOTS")
     for path in paths:
@@ -150,7 +156,6 @@ def opened(lab, browser):
             Path(shots).mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(Path(shots) / f"student_lab_{Path(path).stem}.png"))
         _shut_down_kernels(base, token)  # opening a notebook starts its kernel: one at a time
-    context.close()
     return reports
 
 
@@ -195,29 +200,24 @@ def _wait_for_an_idle_kernel(base: str, token: str, path: str) -> None:
 
 
 @pytest.mark.timeout(600)
-def test_restart_and_run_all_reaches_am_i_done_and_names_the_slip(lab, browser):
+def test_restart_and_run_all_reaches_am_i_done_and_names_the_slip(lab, page):
     """The menu command a student is told to use, on assignment 1 with the sqrt(d_k) left out."""
     base, token, root = lab
     path = "assignments/assignment1.ipynb"
     nb = nbformat.read(root / path, as_version=4)
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(120_000)
-    page = context.new_page()
-    try:
-        _open(page, base, token, path, nb)
-        _wait_for_an_idle_kernel(base, token, path)
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel and Run All Cells").click()
-        page.locator(".jp-Dialog .jp-mod-accept").click()
-        last = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").last
-        last.locator(".jp-OutputArea-output", has_text="How to hand in").wait_for(timeout=400_000)
-        report = last.locator(".jp-OutputArea").inner_text()
-        shots = os.environ.get("AIAYN_SCREENSHOTS")
-        if shots:
-            Path(shots).mkdir(parents=True, exist_ok=True)
-            last.screenshot(path=str(Path(shots) / "student_lab_am_i_done.png"))
-    finally:
-        context.close()
+    _open(page, base, token, path, nb)
+    _wait_for_an_idle_kernel(base, token, path)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text="Restart Kernel and Run All Cells").click()
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    last = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").last
+    last.locator(".jp-OutputArea-output", has_text="How to hand in").wait_for(timeout=400_000)
+    report = last.locator(".jp-OutputArea").inner_text()
+    shots = os.environ.get("AIAYN_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        last.screenshot(path=str(Path(shots) / "student_lab_am_i_done.png"))
+    _shut_down_kernels(base, token)
     _, failing, words = test_assignments_run_all.SLIPS["assignment1"][SLIP]
     assert "Visible tests:" in report and "not defined" not in report, report
     title = next(c for c in nb.cells if test_assignments_run_all._grade_id(c) == failing).source.splitlines()[0]
