@@ -452,8 +452,8 @@ def test_markdown_has_no_raw_myst(chapters, path):
 
 
 # Chapters whose exercises do not carry their site number yet (tests/test_lab_markdown.py's
-# NOT_YET_CONVERTED: chapter 10 was being re-executed by another session)
-UNNUMBERED = {"10_after_the_paper"}
+# NOT_YET_CONVERTED): none
+UNNUMBERED: set[str] = set()
 
 
 def _numbered(path: Path):

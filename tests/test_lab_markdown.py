@@ -21,10 +21,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # Chapters other sessions were editing when the tool was written: the lead converts them
 # with `python tools/lab_markdown.py --write notebooks/05_*.ipynb ...` and empties this set
 # (a chapter converted while still listed fails: strict xfail).
-# Chapter 10: another session was re-executing it when exercises got their site number
-# (``:enumerator:``); the lead runs `python tools/lab_markdown.py --write
-# notebooks/10_after_the_paper.ipynb` after that commit and empties this set.
-NOT_YET_CONVERTED: set[str] = {"10_after_the_paper"}
+NOT_YET_CONVERTED: set[str] = set()
 
 
 @pytest.fixture(scope="module")
