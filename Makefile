@@ -62,6 +62,11 @@ $(STAMP): requirements.txt pyproject.toml
 	  2>/dev/null; then $(BIN)/python -m pip install --quiet --disable-pip-version-check "$(TORCH_PIN)" \
 	  --index-url $(TORCH_INDEX); else echo "setup: $(TORCH_INDEX) cannot be reached; torch comes from the default index"; fi)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@# jsonschema, which nbformat imports, builds about 40 parsers at import when rfc3987-syntax
+	@# (an optional IRI check that jupyter-events asks for) is installed: 3 s of CPU in every
+	@# process that reads a notebook (nbgrader, nbclient, JupyterLab, the tests); nothing here
+	@# checks IRIs, so it goes.
+	$(BIN)/python -m pip uninstall --quiet --disable-pip-version-check -y rfc3987-syntax
 	@touch $(STAMP)
 
 setup: $(STAMP)
