@@ -111,6 +111,13 @@ def pytest_collection_modifyitems(config, items):
             slow and (item.get_closest_marker("grader") or item.path.name in INTEGRATION_FILES)
         ):
             item.add_marker(pytest.mark.integration)
+        # the hidden tests on the reference answers (a class graded by nbgrader): also in
+        # `make test-portable`, on the generic kernels (marker reference_answers)
+        if slow and item.path.name == "test_assignments.py":
+            item.add_marker(pytest.mark.reference_answers)
+        # every chapter's diagrams at two widths in two colour modes: 48 page loads
+        if getattr(item, "originalname", None) in INTEGRATION_TESTS:
+            item.add_marker(pytest.mark.integration)
     # The longest files and notebooks first: pytest-xdist (--dist loadfile) hands out files
     # in collection order, so a long one collected last keeps one worker busy while the
     # other has finished (a stable sort: a notebook's cells keep their order).
@@ -118,7 +125,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 # graded in the sandbox, but not named test_grading*
-INTEGRATION_FILES = {"test_assignments_submissions.py"}
+INTEGRATION_FILES = {"test_assignments_submissions.py", "test_assignments.py"}
+INTEGRATION_TESTS = {"test_diagrams_fit_a_phone_and_read_in_dark_mode"}
 # the longest first (seconds on 2 cores, measured with --durations): the rest keep their order
 HEAVY_FIRST = {
     name: rank
