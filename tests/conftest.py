@@ -68,6 +68,7 @@ SLOW_FILES = {
     "test_memory_budget.py",
     "test_student.py",
     "test_exercises.py",
+    "test_exercises_long.py",
 }
 SLOW_TESTS = {
     "test_tiny_trained_copy_model_decodes_exactly",  # trains a model for 15 s
@@ -138,6 +139,7 @@ HEAVY_FIRST = {
             "test_grading_hostile_two.py",
             "test_jupyterlab.py",
             "10_after_the_paper.ipynb",
+            "test_exercises_long.py",
             "test_exercises.py",
             "test_grading_term.py",
             "test_grading_moodle_term.py",
