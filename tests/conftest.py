@@ -69,6 +69,7 @@ SLOW_FILES = {
     "test_student.py",
     "test_exercises.py",
     "test_exercises_long.py",
+    "test_exercises_long_2.py",
 }
 SLOW_TESTS = {
     "test_tiny_trained_copy_model_decodes_exactly",  # trains a model for 15 s
@@ -116,6 +117,11 @@ def pytest_collection_modifyitems(config, items):
         # `make test-portable`, on the generic kernels (marker reference_answers)
         if slow and item.path.name == "test_assignments.py":
             item.add_marker(pytest.mark.reference_answers)
+        # pages, slides, editions and the browser translator rendered in Chromium or built
+        # by nbgrader: no PyTorch arithmetic, so `make test-portable` leaves them to `make
+        # test` (marker rendering)
+        if item.path.name in RENDERING_FILES:
+            item.add_marker(pytest.mark.rendering)
         # every chapter's diagrams at two widths in two colour modes: 48 page loads
         if getattr(item, "originalname", None) in INTEGRATION_TESTS:
             item.add_marker(pytest.mark.integration)
@@ -128,6 +134,7 @@ def pytest_collection_modifyitems(config, items):
 # graded in the sandbox, but not named test_grading*
 INTEGRATION_FILES = {"test_assignments_submissions.py", "test_assignments.py"}
 INTEGRATION_TESTS = {"test_diagrams_fit_a_phone_and_read_in_dark_mode"}
+RENDERING_FILES = {"test_slides.py", "test_browser.py", "test_student.py", "test_editions.py"}
 # the longest first (seconds on 2 cores, measured with --durations): the rest keep their order
 HEAVY_FIRST = {
     name: rank
@@ -140,6 +147,7 @@ HEAVY_FIRST = {
             "test_jupyterlab.py",
             "10_after_the_paper.ipynb",
             "test_exercises_long.py",
+            "test_exercises_long_2.py",
             "test_exercises.py",
             "test_grading_term.py",
             "test_grading_moodle_term.py",

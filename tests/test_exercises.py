@@ -1425,8 +1425,9 @@ def _run(client, cell) -> list:
     return cell.outputs
 
 
-# Chapters 7 to 10 train and decode for minutes: their runs are in tests/test_exercises_long.py,
-# a file of its own, because pytest-xdist (--dist loadfile) gives a whole file to one worker.
+# Chapters 7 to 10 train and decode for minutes: their runs are in tests/test_exercises_long.py
+# and tests/test_exercises_long_2.py, files of their own, because pytest-xdist (--dist loadfile)
+# gives a whole file to one worker.
 LONG = {"07_full_model.ipynb", "08_using_the_model.ipynb", "09_what_the_paper_measured.ipynb"}
 LONG |= {"10_after_the_paper.ipynb"}
 
