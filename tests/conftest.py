@@ -113,10 +113,6 @@ def pytest_collection_modifyitems(config, items):
             slow and (item.get_closest_marker("grader") or item.path.name in INTEGRATION_FILES)
         ):
             item.add_marker(pytest.mark.integration)
-        # the hidden tests on the reference answers (a class graded by nbgrader): also in
-        # `make test-portable`, on the generic kernels (marker reference_answers)
-        if slow and item.path.name == "test_assignments.py":
-            item.add_marker(pytest.mark.reference_answers)
         # pages, slides, editions and the browser translator rendered in Chromium or built
         # by nbgrader: no PyTorch arithmetic, so `make test-portable` leaves them to `make
         # test` (marker rendering)
