@@ -14,9 +14,16 @@ bibliography key shows (citations read "Vaswani et al. (2017)"), each link resol
 exercises are numbered as on the site (3.1). JupyterLab's notebook setting ``windowingMode``
 is "none" so that every cell is rendered, not only those in view.
 
-The same chapter as the published editions hold it (plain Markdown, tools/plain_markdown.py)
-is opened in a JupyterLab with jupyterlab-myst turned off, which, like Colab and GitHub,
-renders CommonMark and math only. Screenshots land in AIAYN_SCREENSHOTS (if set).
+Every chapter as the published editions hold it (plain Markdown, tools/plain_markdown.py:
+each diagram a ``data:image/svg+xml`` address) is opened in a JupyterLab with
+jupyterlab-myst turned off, which, like Colab and GitHub, renders CommonMark and math
+only; each of its images must load. An image here is one of the rendered Markdown, not
+CodeMirror's: a markdown cell keeps its (hidden) editor, and CodeMirror 6 draws a line
+longer than it lays out (a data: address of 20,000 characters) as a spacer between two
+empty ``<img class="cm-widgetBuffer">`` elements, which never load (naturalWidth 0).
+Those, not the diagrams, were the plain edition's "images that load only partly": every
+diagram loads.
+Screenshots land in AIAYN_SCREENSHOTS (if set).
 """
 
 from __future__ import annotations
@@ -158,7 +165,7 @@ def _open(page, base: str, token: str, name: str, math: str, source: Path | None
     page.wait_for_function(
         """([math, figures, exercises]) => {
             const cells = [...document.querySelectorAll('.jp-MarkdownCell')];
-            const images = [...document.querySelectorAll('.jp-MarkdownCell img')];
+            const images = [...document.querySelectorAll('.jp-MarkdownCell img')].filter(i => !i.closest('.cm-editor'));
             const titles = [...document.querySelectorAll('.jp-MarkdownCell .myst-exercise-title')]
                 .filter(t => t.innerText.trim().startsWith('Exercise'));
             return cells.length > 5 && cells.every(c => c.classList.contains('jp-mod-rendered'))
@@ -210,7 +217,7 @@ _JS_FACTS = """() => {
     const tab = [...document.querySelectorAll('.lm-TabBar-tab')].find(t => t.classList.contains('jp-mod-current')
         && t.innerText.includes('.ipynb'));
     return {
-        images: [...document.querySelectorAll('.jp-Notebook img')].map(i => ({
+        images: [...document.querySelectorAll('.jp-Notebook img')].filter(i => !i.closest('.cm-editor')).map(i => ({
             src: (i.getAttribute('src') || '').slice(0, 120), ok: i.complete && i.naturalWidth > 0})),
         links: cells.flatMap(c => [...c.querySelectorAll('a')]).map(a => ({
             href: a.getAttribute('href'), url: a.href, text: a.innerText.slice(0, 60),
@@ -481,20 +488,6 @@ def _markdown_text(page) -> str:
     return page.evaluate("() => [...document.querySelectorAll('.jp-MarkdownCell')].map(c => c.innerText).join('\\n')")
 
 
-@contextlib.contextmanager
-def _chapter_page(browser, base: str, token: str, math: str, name: str = CHAPTER, plain: bool = False):
-    """A chapter open in a fresh browser context, every markdown cell rendered and its
-    ``math`` elements typeset."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(180_000)
-    page = context.new_page()
-    _open(page, base, token, name, math, None if plain else ROOT / "notebooks" / CHAPTER)
-    try:
-        yield page
-    finally:
-        context.close()
-
-
 def test_admonition_renders_with_its_title_and_math(chapters):
     """A common-mistake box: an aside with its title and typeset math, as on the site."""
     boxes = chapters[CHAPTER]["boxes"]
@@ -514,19 +507,58 @@ def test_saving_keeps_every_cell(chapters):
 # ---------------------------------------------------------------- the plain-Markdown edition
 
 
-@pytest.fixture(scope="module")
-def plain_page(browser, tmp_path_factory):
-    """The chapter as the published editions hold it (tools/plain_markdown.py), in a JupyterLab
-    without jupyterlab-myst: what Colab and GitHub, which load no extension, also receive."""
+_JS_PLAIN_IMAGES = """() => [...document.querySelectorAll('.jp-MarkdownCell img')]
+    .filter(i => !i.closest('.cm-editor'))
+    .map(i => ({src: (i.getAttribute('src') || '').slice(0, 60), ok: i.complete && i.naturalWidth > 0}))"""
 
+
+@pytest.fixture(scope="module")
+def plain(browser, tmp_path_factory):
+    """Every chapter as the published editions hold it (tools/plain_markdown.py), in a
+    JupyterLab without jupyterlab-myst: what Colab and GitHub, which load no extension,
+    also receive. ``(page, {name: (plain notebook, rendered images)})``: each chapter
+    opened in turn in one page, CHAPTER last (the page stays on it, its math typeset)."""
     _require_lab_and_browser()
     tmp = tmp_path_factory.mktemp("plain")
     (tmp / "notebooks").mkdir()
-    nb = plain_markdown.plain_notebook(nbformat.read(ROOT / "notebooks" / CHAPTER, 4), plain_markdown.book_context())
-    nbformat.write(nb, tmp / "notebooks" / CHAPTER)
+    ctx = plain_markdown.book_context()
+    notebooks = {}
+    for path in NOTEBOOKS:
+        notebooks[path.name] = plain_markdown.plain_notebook(nbformat.read(path, 4), ctx)
+        nbformat.write(notebooks[path.name], tmp / "notebooks" / path.name)
+    found = {}
     with _jupyter_lab(tmp, tmp, myst=False) as (base, token):
-        with _chapter_page(browser, base, token, "mjx-container", plain=True) as page:  # JupyterLab's MathJax
-            yield page
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(180_000)
+        page = context.new_page()
+        try:
+            for name in sorted(notebooks, key=lambda n: n == CHAPTER):
+                # JupyterLab's MathJax typesets CHAPTER, which test_plain_edition_reads_cleanly reads
+                _open(page, base, token, name, "mjx-container" if name == CHAPTER else "p", tmp / "notebooks" / name)
+                found[name] = (notebooks[name], page.evaluate(_JS_PLAIN_IMAGES))
+                if name != CHAPTER:
+                    _shut_down_sessions(base, token)
+            yield page, found
+        finally:
+            context.close()
+
+
+@pytest.fixture(scope="module")
+def plain_page(plain):
+    return plain[0]
+
+
+@pytest.mark.parametrize("path", ALL)
+def test_plain_edition_every_image_loads(plain, path):
+    """Each diagram of the plain chapter (a data: SVG) shows in JupyterLab without the
+    extension: as many rendered images as the chapter has figures, each loaded."""
+    nb, images = plain[1][path.name]
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    figures = path.read_text(encoding="utf-8").count("](figures/")
+    assert figures >= 1 and markdown.count("](data:image/svg+xml;base64,") == figures
+    assert len(images) == figures, f"{path.name}: {len(images)} images rendered for {figures} figures"
+    broken = [i["src"] for i in images if not i["ok"]]
+    assert not broken, f"{path.name}: images that did not load: {broken}"
 
 
 def test_plain_edition_reads_cleanly_without_the_extension(plain_page):
