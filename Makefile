@@ -130,7 +130,8 @@ lint-workflows:
 	else echo "lint: Node.js not found, the workflows in .github/workflows were NOT linted (install node and npm)"; fi
 
 lint: setup lint-workflows
-	$(BIN)/ruff check aiayn_helpers tests tools notebooks book/_ext book/autograder
+	$(BIN)/ruff check aiayn_helpers tests tools book/_ext book/autograder conftest.py
+	$(BIN)/ruff check --config tools/ruff_notebooks.toml notebooks
 	$(BIN)/ruff format --check aiayn_helpers tests tools book/_ext book/autograder
 
 pytest: setup

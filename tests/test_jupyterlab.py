@@ -396,6 +396,33 @@ def test_every_link_resolves(chapters, lab, path):
     assert not bad, f"{path.name}:\n" + "\n".join(bad)
 
 
+# What a reader's file browser shows in notebooks/ (besides the chapters): the diagrams the
+# chapters show, and the two pages their links open locally (citations, the package's names).
+# The tests' hooks (conftest.py) and the chapters' lint settings (tools/ruff_notebooks.toml)
+# live outside it.
+READER_FILES = {"figures", "bibliography.md", "api.md"}
+
+
+def _listing(base: str, token: str, path: str = "") -> dict[str, str]:
+    """``{name: type}`` of a folder as JupyterLab's file browser lists it (hidden files left out)."""
+    url = f"{base}/api/contents/{urllib.parse.quote(path)}?token={token}&content=1"
+    return {e["name"]: e["type"] for e in json.loads(urllib.request.urlopen(url, timeout=30).read())["content"]}
+
+
+def test_the_file_browser_shows_only_what_a_reader_opens(lab):
+    """``jupyter lab notebooks/`` lists the chapters, the figures folder and the two local
+    pages, nothing for the tests or the linter; figures/ holds only diagrams a chapter shows."""
+    base, token, _ = lab
+    shown = _listing(base, token)
+    assert set(shown) == {p.name for p in NOTEBOOKS} | READER_FILES, sorted(shown)
+    assert shown["figures"] == "directory" and shown["api.md"] == shown["bibliography.md"] == "file"
+    chapters = "\n".join(p.read_text(encoding="utf-8") for p in NOTEBOOKS)
+    figures = _listing(base, token, "figures")
+    assert figures and all(kind == "file" and name.endswith(".svg") for name, kind in figures.items()), figures
+    unused = sorted(name for name in figures if f"](figures/{name})" not in chapters)
+    assert not unused, f"figures no chapter shows: {unused}"
+
+
 def _kernel_metadata(path: Path) -> tuple[dict, dict]:
     """The notebook's kernelspec and language_info (less its Python version)."""
     metadata = nbformat.read(path, as_version=4).metadata

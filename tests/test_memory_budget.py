@@ -4,7 +4,7 @@
   ``TIME_BUDGET_S`` of CPU time with one thread, as tools/execute_notebooks.py recorded
   in book/notebook_times.json; the instructor guide's run-time table shows the same
   figures (``test_guide_table_shows_the_recorded_figures``). Under strict nbval
-  (``make test``, two xdist workers), notebooks/conftest.py measures each chapter's
+  (``make test``, two xdist workers), conftest.py (the root's) measures each chapter's
   memory again after its last cell and fails the chapter above the budget, or well
   above the figure the table records (``test_memory_hook_fires``).
 - What the guide asks a hub's administrator for per student is that budget, and
@@ -76,7 +76,7 @@ def test_guide_asks_the_hub_for_the_budget():
     # one PyTorch thread per chapter (the budget's CPU time is for one thread)
     assert "cpu: {limit: 1," in GUIDE and "limits.cpu 1" in GUIDE
     # what the memory hook of strict nbval does, as the guide says it
-    spec = importlib.util.spec_from_file_location("hooks", ROOT / "notebooks" / "conftest.py")
+    spec = importlib.util.spec_from_file_location("hooks", ROOT / "conftest.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
     assert (hooks.STALE_FRACTION, hooks.STALE_MIN_GB) == (0.2, 0.1)
@@ -148,7 +148,7 @@ def test_memory_hook_fires(tmp_path):
     (tmp_path / "book" / "notebook_times.json").write_text(
         json.dumps({k: {"peak_memory_mb": v} for k, v in times.items()})
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "notebooks"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     env["AIAYN_MEMORY_BUDGET_GB"] = "0.3"
     env["AIAYN_CHECK_TABLE"] = "1"  # the table check is asked for (not in make test)
     env.pop("PYTEST_ADDOPTS", None)

@@ -13,7 +13,7 @@ which the instructor guide's syllabus and run-time table read at build time (pas
 --no-record to leave it alone). The memory is asked of the kernel itself after the
 last cell (``PEAK_MEMORY_EXPRESSION``: the operating system's high-water mark of
 its resident memory, Linux's VmHWM, plus that of its largest finished child
-process); notebooks/conftest.py asks the same under strict nbval and fails a
+process); conftest.py (the root's) asks the same under strict nbval and fails a
 notebook above ``MEMORY_BUDGET_GB``, a classroom hub's share per student, or well
 above the peak recorded here (the guide's table would understate it). The
 kernel's CPU time (``CPU_TIME_EXPRESSION``, user and system) is recorded too: on a

@@ -1,4 +1,10 @@
-"""Pytest hooks for the notebooks under strict nbval.
+"""Pytest hooks for the notebooks under strict nbval (``pytest --nbval notebooks``).
+
+This file sits in the repository's root, not in notebooks/, so that a reader's file
+browser (``jupyter lab notebooks/``) shows the chapters and what they open, not the
+tests' hooks. Being the root's, pytest loads it for every run; the hooks act on nbval's
+cells only (``_is_last_cell``, paths ending in .ipynb), and tools/execute_notebooks.py is
+imported only when a notebook is measured.
 
 - Report how long each notebook took.
 - Keep every chapter within a classroom hub's memory: after a notebook's last cell
@@ -29,12 +35,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from execute_notebooks import (  # noqa: E402
-    CPU_TIME_EXPRESSION,
-    MEMORY_BUDGET_GB,
-    PEAK_MEMORY_EXPRESSION,
-)
+TOOLS = Path(__file__).resolve().parent / "tools"
 
 # How far above the recorded peak a measured one may be before the table is stale: the
 # same notebook measured again on one machine differs by a few per cent.
@@ -46,8 +47,18 @@ _peaks: dict[str, int] = {}
 _cpu: dict[str, float] = {}
 
 
+def _execute_notebooks():
+    """tools/execute_notebooks.py, which holds the budget and the kernel's expressions."""
+    if str(TOOLS) not in sys.path:
+        sys.path.insert(0, str(TOOLS))
+    import execute_notebooks
+
+    return execute_notebooks
+
+
 def _budget_bytes() -> float:
-    return float(os.environ.get("AIAYN_MEMORY_BUDGET_GB", MEMORY_BUDGET_GB)) * 1e9
+    budget = os.environ.get("AIAYN_MEMORY_BUDGET_GB", _execute_notebooks().MEMORY_BUDGET_GB)
+    return float(budget) * 1e9
 
 
 def _is_last_cell(item) -> bool:
@@ -59,11 +70,15 @@ def _is_last_cell(item) -> bool:
 
 def _kernel_figures(kernel, timeout: float = 60) -> tuple[int, float]:
     """The kernel's peak bytes and CPU seconds (a silent request: no output)."""
+    tools = _execute_notebooks()
     msg_id = kernel.kc.execute(
         "",
         silent=True,
         store_history=False,
-        user_expressions={"peak": PEAK_MEMORY_EXPRESSION, "cpu": CPU_TIME_EXPRESSION},
+        user_expressions={
+            "peak": tools.PEAK_MEMORY_EXPRESSION,
+            "cpu": tools.CPU_TIME_EXPRESSION,
+        },
     )
     while True:
         reply = kernel.kc.get_shell_msg(timeout=timeout)
