@@ -7,7 +7,9 @@ folder, hands in ``--copies`` copies of a mixed class of four (a right answer to
 part, Part 2 wrong, a notebook that raises in Part 1, a blank one), grades it with
 ``--workers 1`` and again, from the same submissions, with one worker per core
 (tools/grading/cli.py), and prints the seconds per submission of each, the speed-up,
-the machine (lscpu's model name, cores) and the load average before and after. The
+the CPU-seconds the machine was busy per submission (Linux), what 200 submissions
+would take at the parallel rate, the machine (lscpu's model name, cores) and the load
+average before and after. The
 scores of both runs must be the same, or it says which differ and exits 1.
 """
 
@@ -106,16 +108,32 @@ def machine() -> str:
     return f"{name}, {len(os.sched_getaffinity(0))} core(s)"
 
 
-def grade(course: Path, assignment: str, workers: int, extra: list[str]) -> float:
-    """Seconds `make grade` took over ``course`` with ``workers``."""
+def busy_seconds() -> float | None:
+    """CPU-seconds the whole machine has spent busy since boot (Linux's /proc/stat:
+    every state but idle and iowait), None where there is no /proc/stat. The sandboxes'
+    processes are killed, not waited for, so their time never reaches this process's
+    rusage: the machine's counter is what sees it (and everything else running)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    ticks = [int(f) for f in fields[:8]]
+    busy = sum(ticks) - ticks[3] - ticks[4]  # less idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def grade(course: Path, assignment: str, workers: int, extra: list[str]) -> tuple[float, float | None]:
+    """Seconds `make grade` took over ``course`` with ``workers``, and the CPU-seconds
+    the machine was busy meanwhile (None where unknown)."""
     command = [sys.executable, str(Path(__file__).resolve().parent / "grade.py"), assignment]
     command += ["--course", str(course), f"--workers={workers}", *extra]
-    start = time.monotonic()
+    start, busy = time.monotonic(), busy_seconds()
     done = subprocess.run(command, capture_output=True, text=True)
     took = time.monotonic() - start
+    after = busy_seconds()
     if done.returncode not in (0, 1):
         raise RuntimeError(f"make grade failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return took
+    return took, (after - busy if busy is not None and after is not None else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         parallel = Path(tmp) / "parallel" / "course"
         shutil.copytree(serial, parallel, symlinks=True)
         load = os.getloadavg()
-        one = grade(serial, args.assignment, 1, extra)
-        many = grade(parallel, args.assignment, args.workers, extra)
+        one, cpu_one = grade(serial, args.assignment, 1, extra)
+        many, cpu_many = grade(parallel, args.assignment, args.workers, extra)
         after = os.getloadavg()
         a, b = scores(serial), scores(parallel)
     n = len(ids)
@@ -142,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{n} submissions of {args.assignment} ({args.copies} copies of {', '.join(KINDS)})")
     print(f"1 worker: {one:.0f} s, {one / n:.1f} s a submission")
     print(f"{workers} workers: {many:.0f} s, {many / n:.1f} s a submission; speed-up {one / many:.2f}x")
+    if cpu_one is not None and cpu_many is not None:
+        print(
+            f"the machine busy: {cpu_one / n:.1f} CPU-s a submission with 1 worker, "
+            f"{cpu_many / n:.1f} with {workers} (everything running counts: exact on an "
+            "idle machine)"
+        )
+    print(f"200 submissions at the {workers} workers' rate: about {200 * many / n / 60:.0f} min")
     differ = sorted(s for s in ids if a.get(s) != b.get(s))
     if differ:
         print(f"SCORES DIFFER: {', '.join(f'{s} {a.get(s)} vs {b.get(s)}' for s in differ)}")
