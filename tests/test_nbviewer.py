@@ -8,7 +8,7 @@ host runs, ``jupyter nbconvert --to html`` (one process for both files), on
 * a chapter of the repository, in a copy of notebooks/ (its figures/ folder and the two
   local pages beside it), and
 * the same chapter as the published editions hold it (tools/plain_markdown.py: each
-  diagram a ``data:image/svg+xml`` address),
+  diagram a ``data:image/png`` address),
 
 opens each HTML page from its folder in headless Chromium (no network: the page's CDN
 scripts, MathJax and require.js, are refused, as offline), and asserts that every image
@@ -19,8 +19,7 @@ the site render: in nbviewer (and GitHub, VS Code) they show as code blocks, a s
 xfail records it; the plain editions are what Colab and GitHub are given.
 
 Every diagram is also loaded alone as an ``<img>`` from its data: address, as a browser
-given the plain notebook's HTML loads it: an SVG that is not valid standalone (no
-xmlns, a reference to another file) would show nothing there.
+given the plain notebook's HTML loads it, and must show at the size of its SVG on the site.
 """
 
 from __future__ import annotations
@@ -133,7 +132,7 @@ def test_every_image_loads(viewed, edition):
     assert facts["cells"] > 5 and figures >= 4
     assert sum(i["markdown"] for i in facts["images"]) == figures, facts["images"]
     if edition == "plain":
-        assert _markdown(nb).count("](data:image/svg+xml;base64,") == figures
+        assert _markdown(nb).count("](data:image/png;base64,") == figures
     broken = [i["src"] for i in facts["images"] if not i["ok"]]
     assert not broken, f"{edition}: images that did not load: {broken}"
 
@@ -178,7 +177,8 @@ def test_repository_chapter_shows_no_myst(viewed):
 
 def test_every_diagram_loads_alone_from_its_data_address(page):
     """Each diagram of notebooks/figures, as tools/plain_markdown.py embeds it, is an image
-    a browser draws on its own (naturalWidth > 0): what GitHub's and Colab's pages get."""
+    a browser draws on its own (naturalWidth > 0: what GitHub's and Colab's pages get), as
+    wide in CSS pixels as its SVG (``width="...pt"``, 96/72 pixels a point)."""
     assert len(FIGURES) >= 40
     tags = "".join(f'<img id="f{i}" src="{plain_markdown.figure_data_uri(p.name)}">' for i, p in enumerate(FIGURES))
     page.set_content(f"<!doctype html><body>{tags}</body>")
@@ -187,3 +187,6 @@ def test_every_diagram_loads_alone_from_its_data_address(page):
     assert len(widths) == len(FIGURES)
     broken = [p.name for p, w in zip(FIGURES, widths, strict=True) if not w]
     assert not broken, f"diagrams that do not load alone: {broken}"
+    for path, width in zip(FIGURES, widths, strict=True):
+        points = float(re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', path.read_text(encoding="utf-8"))[1])
+        assert abs(width - points * 96 / 72) <= 1, f"{path.name}: {width} px, its SVG {points * 96 / 72:.1f}"

@@ -18,8 +18,14 @@ of a notebook so that it reads the same there as on the site:
 * tabs are a bold title over each tab's text; a ``{figure}`` or ``{image}`` is an image
   with its caption below;
 * labels (``(name)=`` and ``:label:``) go; a diagram (``book/figures/*.svg``) is
-  embedded as a ``data:`` address of its SVG, so it shows offline, in Colab and on
-  GitHub, where the notebook is opened alone.
+  embedded as a ``data:image/png`` address, drawn by its code in tools/diagrams at one
+  pixel per CSS pixel (the size its SVG shows at), so it shows offline and where the
+  notebook is opened alone. PNG, not the SVG: markdown-it, which VS Code's notebooks and
+  jupyterlab-myst (the editions' JupyterLab, Binder's too) parse Markdown with, accepts
+  ``data:`` images of gif, png, jpeg and webp only and shows any other as its raw text
+  (markdown-it's default ``validateLink``; jupyter-book/mystmd issue 855); Colab shows no
+  ``data:image/svg+xml`` image (googlecolab/colabtools issue 2092) and no cell attachment
+  (issue 3836), and inserts its own pasted images as ``data:image/png``.
 
 A directive or role it does not know is an error, so that a new one cannot reach a
 reader raw. ``myst_syntax`` finds any MyST syntax left in a text (the tests run it over
@@ -30,6 +36,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
+import io
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -253,13 +262,62 @@ def _roles(ctx: Context, text: str) -> str:
     return "".join(out)
 
 
+# pixels per inch of a diagram's PNG: a browser shows a PNG at one CSS pixel (1/96 inch)
+# per pixel, so the PNG shows at its SVG's size
+PNG_DPI = 96
+
+
+@functools.cache
+def figure_png(name: str, root: Path = ROOT) -> bytes:
+    """The PNG of diagram ``name`` (``ch02_masks``), drawn by its function in tools/diagrams
+    with the style its SVG is drawn with (``diagrams.render``). Drawing all 46 takes 10-25 s,
+    so each is kept in _build/figure_png under a key of its SVG (which tests/test_diagrams.py
+    holds equal to a fresh drawing), matplotlib's version and ``PNG_DPI``."""
+    import hashlib
+    from importlib.metadata import version
+
+    svg = root / "book" / "figures" / f"{name}.svg"
+    if not svg.is_file():
+        raise ValueError(f"expected a diagram of book/figures/*.svg, got {name!r}")
+    key = hashlib.sha256(svg.read_bytes() + f"{version('matplotlib')} {PNG_DPI}".encode()).hexdigest()[:16]
+    cached = root / "_build" / "figure_png" / f"{name}-{key}.png"
+    if cached.is_file():
+        return cached.read_bytes()
+    png = _draw_png(name)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.part")
+    partial.write_bytes(png)
+    partial.replace(cached)  # atomic: parallel test workers may draw the same diagram
+    return png
+
+
+def _draw_png(name: str) -> bytes:
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    import diagrams
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    if name not in diagrams.DIAGRAMS:
+        raise ValueError(f"expected a diagram of tools/diagrams, got {name!r}")
+    with plt.rc_context():
+        matplotlib.rcdefaults()
+        plt.rcParams.update(diagrams.STYLE)
+        fig = diagrams.DIAGRAMS[name]()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=PNG_DPI, metadata={"Software": None})
+        plt.close(fig)
+    return buffer.getvalue()
+
+
 def figure_data_uri(target: str, root: Path = ROOT) -> str:
-    """A diagram (``../book/figures/X.svg``) as a ``data:`` address of its SVG, so that the
-    edition shows it wherever the notebook alone is opened (Colab, GitHub, offline)."""
+    """A diagram (``../book/figures/X.svg``) as a ``data:image/png`` address (the module's
+    docstring says why PNG), so that the edition shows it wherever the notebook alone is
+    opened (Colab, GitHub, VS Code, JupyterLab with or without jupyterlab-myst, offline)."""
     svg = root / "book" / "figures" / Path(target).name
     if not svg.is_file() or svg.suffix != ".svg":
         raise ValueError(f"expected a diagram of book/figures/*.svg, got {target!r}")
-    return "data:image/svg+xml;base64," + base64.b64encode(svg.read_bytes()).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(figure_png(svg.stem, root)).decode("ascii")
 
 
 def _links(ctx: Context, text: str) -> str:
