@@ -377,7 +377,7 @@ def build(
 
     # book/autograder holds the assignments' solutions and hidden tests: never copied
     shutil.copytree(root / "book", out / "book", ignore=shutil.ignore_patterns("autograder", "_build", "__pycache__"))
-    (out / "notebooks").mkdir()  # the chapters only: notebooks/conftest.py and ruff.toml are the tests'
+    (out / "notebooks").mkdir()  # the chapters only (no test hooks)
     for name in ("instructor_guide.md", "instructor_guide.ipynb"):
         (out / "book" / name).unlink(missing_ok=True)
     for page in (out / "book").glob("*.md"):
