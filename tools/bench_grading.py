@@ -9,8 +9,8 @@ part, Part 2 wrong, a notebook that raises in Part 1, a blank one), grades it wi
 (tools/grading/cli.py), and prints the seconds per submission of each, the speed-up,
 the CPU-seconds the machine was busy per submission (Linux), what 200 submissions
 would take at the parallel rate, the machine (lscpu's model name, cores) and the load
-average before and after. The
-scores of both runs must be the same, or it says which differ and exits 1.
+average before and after. The scores of both runs must be the same, or it says which
+differ and exits 1.
 """
 
 from __future__ import annotations

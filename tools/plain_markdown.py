@@ -37,7 +37,6 @@ from __future__ import annotations
 import base64
 import copy
 import functools
-import io
 import os
 import re
 import sys
@@ -270,7 +269,7 @@ PNG_DPI = 96
 @functools.cache
 def figure_png(name: str, root: Path = ROOT) -> bytes:
     """The PNG of diagram ``name`` (``ch02_masks``), drawn by its function in tools/diagrams
-    with the style its SVG is drawn with (``diagrams.render``). Drawing all 46 takes 10-25 s,
+    as its SVG is (``diagrams.render_png``). Drawing all 46 takes 10-25 s,
     so each is kept in _build/figure_png under a key of its SVG (which tests/test_diagrams.py
     holds equal to a fresh drawing), matplotlib's version and ``PNG_DPI``."""
     import hashlib
@@ -295,19 +294,10 @@ def _draw_png(name: str) -> bytes:
     if str(ROOT / "tools") not in sys.path:
         sys.path.insert(0, str(ROOT / "tools"))
     import diagrams
-    import matplotlib
-    import matplotlib.pyplot as plt
 
     if name not in diagrams.DIAGRAMS:
         raise ValueError(f"expected a diagram of tools/diagrams, got {name!r}")
-    with plt.rc_context():
-        matplotlib.rcdefaults()
-        plt.rcParams.update(diagrams.STYLE)
-        fig = diagrams.DIAGRAMS[name]()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=PNG_DPI, metadata={"Software": None})
-        plt.close(fig)
-    return buffer.getvalue()
+    return diagrams.render_png(diagrams.DIAGRAMS[name], PNG_DPI)
 
 
 def figure_data_uri(target: str, root: Path = ROOT) -> str:

@@ -52,19 +52,28 @@ CHAPTERS = [overview, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
 DIAGRAMS: dict[str, Callable] = {f.__name__: f for m in CHAPTERS for f in m.FIGURES}
 
 
-def render(draw: Callable) -> bytes:
-    """The SVG bytes of one diagram, made deterministic and self-contained."""
+def _save(draw: Callable, buffer, **savefig) -> None:
+    """``draw``'s figure saved into ``buffer``, drawn under the book's style alone."""
     with plt.rc_context():
         matplotlib.rcdefaults()  # a matplotlibrc of the reader's changes nothing
         plt.rcParams.update(STYLE)
         fig = draw()
-        buffer = io.StringIO()
-        fig.savefig(
-            buffer,
-            format="svg",
-            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
-        )
+        fig.savefig(buffer, **savefig)
         plt.close(fig)
+
+
+def render_png(draw: Callable, dpi: int) -> bytes:
+    """The PNG bytes of one diagram at ``dpi`` pixels an inch (96: one pixel a CSS pixel,
+    the size its SVG shows at), for the places that show no SVG (tools/plain_markdown.py)."""
+    buffer = io.BytesIO()
+    _save(draw, buffer, format="png", dpi=dpi, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def render(draw: Callable) -> bytes:
+    """The SVG bytes of one diagram, made deterministic and self-contained."""
+    buffer = io.StringIO()
+    _save(draw, buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     svg = buffer.getvalue()
     # the DOCTYPE names a DTD on another host; SVG needs none
     svg = re.sub(r"<!DOCTYPE svg[^>]*>\n", "", svg)
