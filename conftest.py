@@ -3,14 +3,14 @@
 This file sits in the repository's root, not in notebooks/, so that a reader's file
 browser (``jupyter lab notebooks/``) shows the chapters and what they open, not the
 tests' hooks. Being the root's, pytest loads it for every run; the hooks act on nbval's
-cells only (``_is_last_cell``, paths ending in .ipynb), and tools/execute_notebooks.py is
+cells only (``_is_last_cell``, paths ending in .ipynb), and tools/chapters/execute_notebooks.py is
 imported only when a notebook is measured.
 
 - Report how long each notebook took.
 - Keep every chapter within a classroom hub's memory: after a notebook's last cell
   (run or skipped), ask its kernel for its peak resident memory and CPU time
   (``PEAK_MEMORY_EXPRESSION`` and ``CPU_TIME_EXPRESSION`` in
-  tools/execute_notebooks.py, the expressions that also write the instructor guide's
+  tools/chapters/execute_notebooks.py, the expressions that also write the instructor guide's
   table) and fail that cell when the peak is above ``MEMORY_BUDGET_GB``. The figures
   are reported beside the times, under pytest-xdist too (they travel in the reports'
   ``user_properties``). ``AIAYN_MEMORY_BUDGET_GB`` overrides the budget (the test of
@@ -19,7 +19,7 @@ imported only when a notebook is measured.
   the kind of machine the table was measured on): the last cell also fails when the
   kernel's peak is above the one book/notebook_times.json records for the notebook by
   more than ``STALE_FRACTION`` of it (and at least ``STALE_MIN_GB``): the table would
-  understate what a student needs, and ``tools/execute_notebooks.py --measure-only``
+  understate what a student needs, and ``tools/chapters/execute_notebooks.py --measure-only``
   must measure the notebook again. Not in ``make test``: a fresh clone's kernels on
   another machine peaked up to 0.34 GB above the table (0.77 against 0.43 GB for
   chapter 0), while every chapter stayed far inside the budget.
@@ -48,10 +48,10 @@ _cpu: dict[str, float] = {}
 
 
 def _execute_notebooks():
-    """tools/execute_notebooks.py, which holds the budget and the kernel's expressions."""
+    """tools/chapters/execute_notebooks.py, which holds the budget and the kernel's expressions."""
     if str(TOOLS) not in sys.path:
         sys.path.insert(0, str(TOOLS))
-    import execute_notebooks
+    from chapters import execute_notebooks
 
     return execute_notebooks
 
@@ -128,7 +128,7 @@ def _measure(item) -> None:
             f"{item.parent.name}: the kernel's peak resident memory was "
             f"{peak / 1e9:.2f} GB, but book/notebook_times.json (the instructor "
             f"guide's table) records {recorded / 1e9:.2f} GB; measure it again: "
-            f"tools/execute_notebooks.py --measure-only {item.path.name}"
+            f"tools/chapters/execute_notebooks.py --measure-only {item.path.name}"
         )
 
 

@@ -1,7 +1,7 @@
 """The trained translator that ships with the book (chapter 8).
 
 ``aiayn_helpers/pretrained/<name>/`` holds four files, written by
-``tools/export_pretrained.py`` from a training run's checkpoint:
+``tools/ship/export_pretrained.py`` from a training run's checkpoint:
 
 * ``weights.safetensors``: the model's state dict in float16, in the safetensors format
   (a header of names, shapes and dtypes, then raw numbers: nothing is unpickled);

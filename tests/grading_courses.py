@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import make_student  # noqa: E402
+from editions import make_student  # noqa: E402
 
 _BUILT: dict[tuple[str, ...], Path] = {}  # assignments -> the course generated for them, this session
 

@@ -1,4 +1,4 @@
-"""Chapter 9's Table 3 comes from the committed runs: book/ablations/*.json, written by tools/ablations.py.
+"""Chapter 9's Table 3 comes from the committed runs: book/ablations/*.json, written by tools/bench/ablations.py.
 
 Every run the tool lists has its JSON (and no JSON is stale), each names the command that
 produced it, the hardware and the time it took, and the table the chapter prints shows
@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import ablations  # noqa: E402
+from bench import ablations  # noqa: E402
 
 CHAPTER = ROOT / "notebooks" / "09_what_the_paper_measured.ipynb"
 RESULTS = {p.stem: json.loads(p.read_text()) for p in sorted(ablations.OUT.glob("*.json"))}

@@ -1,7 +1,7 @@
 """A student meets no answer before answering (issue #36, item 2).
 
 Each chapter is read as JupyterLab shows it, every cell's source and every output, in
-the book's edition and in the student edition (tools/make_student.py's ``studentize``,
+the book's edition and in the student edition (tools/editions/make_student.py's ``studentize``,
 and ``_student/notebooks`` when ``make student`` has written it):
 
 * a self-check quiz cell carries no answer key: its source hands ``quiz`` encoded
@@ -29,12 +29,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from aiayn_helpers.exercises import decode
+from aiayn_helpers.course.exercises import decode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import encode_checks  # noqa: E402
-import make_student  # noqa: E402
+from chapters import encode_checks  # noqa: E402
+from editions import make_student  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 STUDENT = Path(os.environ.get("AIAYN_STUDENT_DIR", ROOT / "_student")) / "notebooks"
@@ -164,7 +164,7 @@ def test_check_cells_say_nothing_before_an_answer(path):
 
 def test_the_student_introduction_says_so():
     """The student edition's intro page says what the checks and quizzes keep back."""
-    intro = " ".join((ROOT / "tools" / "student_edition" / "intro.md").read_text().split())
+    intro = " ".join((ROOT / "tools" / "editions" / "student_edition" / "intro.md").read_text().split())
     for promise in (
         "appears only once your answer is right",
         "it never tells you the right one",

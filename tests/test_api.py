@@ -135,7 +135,7 @@ def test_every_chapter_links_the_package_names_it_uses():
     """Each chapter's "In the package" paragraph links every public name its code uses."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
     try:
-        import api_links
+        from chapters import api_links
     finally:
         sys.path.pop(0)
-    assert api_links.main(["--check"]) == 0, "run `python tools/api_links.py`"
+    assert api_links.main(["--check"]) == 0, "run `python tools/chapters/api_links.py`"

@@ -131,7 +131,7 @@ def test_thread_default_is_the_measured_choice():
 
 def test_execute_notebooks_records_times(tmp_path, monkeypatch):
     sys.path.insert(0, str(ROOT / "tools"))
-    import execute_notebooks
+    from chapters import execute_notebooks
 
     target = tmp_path / "times.json"
     assert execute_notebooks.record_time(ROOT / "notebooks" / "x.ipynb", 12.34, target)

@@ -172,7 +172,7 @@ def _python_translations(site: Path, sentences: list[str]) -> list[str]:
 
         model, tokenizer = ah.load_pretrained()
         return ah.translate(model, tokenizer, sentences)
-    import export_browser
+    from ship import export_browser
 
     runner = export_browser.OnnxTranslator(site / "_static/translator/model")
     return [runner.translate(s) for s in sentences]

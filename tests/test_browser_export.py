@@ -1,4 +1,4 @@
-"""tools/export_browser.py: the ONNX files of the site's in-browser translator.
+"""tools/ship/export_browser.py: the ONNX files of the site's in-browser translator.
 
 The files are written once per session (about 5 s). onnxruntime runs them in Python
 with a beam search over the decoder step (tools/export_browser.OnnxTranslator, the
@@ -24,7 +24,7 @@ from aiayn_helpers.translation import encode_sources
 pytest.importorskip("onnxruntime")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import export_browser  # noqa: E402
+from ship import export_browser  # noqa: E402
 
 N = 200
 

@@ -98,7 +98,7 @@ def texts() -> list[tuple[Path, str, str]]:
     out = []
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
-            # the chapters' JupyterLab links (tools/lab_markdown.py) as the site reads them
+            # the chapters' JupyterLab links (tools/chapters/lab_markdown.py) as the site reads them
             source = to_myst(cell.source) if cell.cell_type == "markdown" else cell.source
             out.append((path, cell.cell_type, source))
     for path in PAGES:

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import aiayn_helpers as ah
-from aiayn_helpers.reference import copy_stack_from_torch
+from aiayn_helpers.course.reference import copy_stack_from_torch
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 D, H, FF, V = 32, 4, 64, 11

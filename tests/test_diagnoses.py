@@ -1,5 +1,5 @@
-"""Every diagnosis of aiayn_helpers.diagnoses runs: each is called on a wrong answer that shows one of its slips, and
-names it.
+"""Every diagnosis of aiayn_helpers.course.diagnoses runs: each is called on a wrong answer that shows one of its
+slips, and names it.
 
 A chapter's check calls its diagnosis only when the answer is wrong, and takes a diagnosis that raises for one
 that found nothing (it may be handed a student's odd objects): a bug of ours in a diagnosis (an import that points
@@ -26,8 +26,8 @@ import torch.nn.functional as F
 from test_diagnoses_ch10_a import online_halves
 
 import aiayn_helpers as ah
-import aiayn_helpers.diagnoses as diagnoses
-from aiayn_helpers.answer_keys import Reference, reference
+import aiayn_helpers.course.diagnoses as diagnoses
+from aiayn_helpers.course.answer_keys import Reference, reference
 
 PACKAGE = Path(ah.__file__).parent
 
@@ -146,7 +146,7 @@ def _temperature():
 
 
 def _multi_head():
-    from aiayn_helpers.diagnoses.ch03_04 import multi_head_by_hand
+    from aiayn_helpers.course.diagnoses.ch03_04 import multi_head_by_hand
 
     module = _double(ah.MultiHeadAttention(8, 2))
     x = torch.randn(1, 3, 8, dtype=torch.float64)

@@ -1,4 +1,4 @@
-"""aiayn_helpers.diagnoses (chapter 10 and appendix A): each slip of chapter 10 and appendix A is named from the
+"""aiayn_helpers.course.diagnoses (chapter 10 and appendix A): each slip of chapter 10 and appendix A is named from the
 answer's properties, and a right answer (or one that shows no slip) names none.
 
 The chapters' check cells are run with these slips by tests/test_exercises.py (the
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import aiayn_helpers as ah
-from aiayn_helpers.diagnoses import (
+from aiayn_helpers.course.diagnoses import (
     alibi_bias_slips,
     greedy_slips,
     masking_fraction_slips,

@@ -26,7 +26,7 @@ from aiayn_helpers.config import BASE  # noqa: E402
 
 FIGURES = ROOT / "book" / "figures"
 INSERTS = FIGURES / "INSERTS.md"
-# ../book/figures/X.svg, or figures/X.svg (the copy beside the chapters, tools/lab_markdown.py)
+# ../book/figures/X.svg, or figures/X.svg (the copy beside the chapters, tools/chapters/lab_markdown.py)
 IMAGE = re.compile(r"!\[([^\]]*)\]\((?:\.\./book/)?figures/([\w-]+\.svg)\)")
 NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
 NUMBER = re.compile(r"\d+(?:\.\d+)?")

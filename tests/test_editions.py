@@ -1,4 +1,4 @@
-"""The published editions (tools/make_editions.py, tools/plain_markdown.py): what the Colab,
+"""The published editions (tools/editions/make_editions.py, tools/editions/plain_markdown.py): what the Colab,
 Binder and class links open reads cleanly without MyST and installs the package at the release."""
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import lab_markdown  # noqa: E402
-import make_editions  # noqa: E402
-import make_student  # noqa: E402
-import plain_markdown as pm  # noqa: E402
-import set_repository_url  # noqa: E402
+from chapters import lab_markdown  # noqa: E402
+from editions import (  # noqa: E402
+    make_editions,
+    make_student,
+    set_repository_url,
+)
+from editions import plain_markdown as pm  # noqa: E402
 
 pytestmark = pytest.mark.slow  # builds the student edition (nbgrader) once: about 40 s
 
@@ -97,7 +99,7 @@ def test_plain_markdown_of_each_construct():
     masks = pm.figure_data_uri("../book/figures/ch02_masks.svg")
     expected = EXPECTED.replace("SITE", SITE).replace("URL", url).replace("MASKS", masks)
     assert pm.plain(SAMPLE, _context()) == expected
-    # the same sample as the chapters hold it in JupyterLab's form (tools/lab_markdown.py)
+    # the same sample as the chapters hold it in JupyterLab's form (tools/chapters/lab_markdown.py)
     assert pm.plain(lab_markdown.Converter().convert(SAMPLE, "notebooks/02_x.html"), _context()) == expected
     assert pm.myst_syntax(pm.plain(SAMPLE, _context())) == []
     assert len(pm.myst_syntax(SAMPLE)) >= 10, "the check finds the syntax it must"
@@ -238,7 +240,7 @@ def test_student_edition_has_no_solution(editions):
 
 
 def _site_pages() -> set[str]:
-    """The pages of the published site, the student edition's (tools/make_student.py)."""
+    """The pages of the published site, the student edition's (tools/editions/make_student.py)."""
     assert {f"book/{name}" for name in pm.NOT_PUBLISHED} == make_student.INSTRUCTOR_ONLY
     book = {pm.page_of(p) for p in (ROOT / "book").glob("*.md") if p.stem not in pm.NOT_PUBLISHED}
     return {pm.page_of(p) for p in NOTEBOOKS} | book
@@ -246,7 +248,7 @@ def _site_pages() -> set[str]:
 
 def test_figures_travel_inside_the_notebooks(editions):
     """Every image of the editions' Markdown is a diagram embedded as a data: address of
-    its PNG, drawn by its code (tools/plain_markdown.py says why not the SVG), so it shows
+    its PNG, drawn by its code (tools/editions/plain_markdown.py says why not the SVG), so it shows
     offline, in Colab, VS Code and on GitHub (they pointed at the published site, which
     offline or before publishing shows none)."""
     import base64
@@ -360,7 +362,7 @@ def test_built_site_buttons_open_the_instructor_branch():
 def test_release_workflow_publishes_both_editions_once_the_tag_exists():
     pages = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
     build_runs = "\n".join(s.get("run", "") for s in pages["jobs"]["build"]["steps"])
-    assert "tools/make_editions.py --student _student --out _editions" in build_runs
+    assert "tools/editions/make_editions.py --student _student --out _editions" in build_runs
     job = pages["jobs"]["editions"]
     assert job["needs"] == "build" and job["permissions"] == {"contents": "write"}
     runs = "\n".join(s.get("run", "") for s in job["steps"])
@@ -376,7 +378,7 @@ def test_hub_links_open_the_student_branch(editions, capsys):
     """`make hub-links` (nbgitpuller) pulls the branch student and opens its notebooks, which exist there."""
     from urllib.parse import parse_qs, urlsplit
 
-    import hub_links
+    from editions import hub_links
 
     assert hub_links.main(["--hub", "https://hub.example.edu"]) == 0
     urls = re.findall(r"https://hub\.example\.edu/\S+", capsys.readouterr().out)

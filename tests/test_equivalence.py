@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import aiayn_helpers as ah
-from aiayn_helpers.reference import (
+from aiayn_helpers.course.reference import (
     copy_decoder_layer_from_torch,
     copy_encoder_layer_from_torch,
     copy_mha_from_torch,

@@ -1,6 +1,6 @@
-"""Every exercise checks itself: aiayn_helpers.exercises, and the chapters' check cells on filled-in stubs.
+"""Every exercise checks itself: aiayn_helpers.course.exercises, and the chapters' check cells on filled-in stubs.
 
-The notebook test builds the student edition of a chapter (tools/make_student.py), fills
+The notebook test builds the student edition of a chapter (tools/editions/make_student.py), fills
 every answer cell with the book's solution (its own asserts removed: a student's answer
 has none) and runs the chapter: every check cell must say "right". Then, in the same
 kernel, it runs typical wrong answers (the solution with one planted mistake) and their
@@ -21,7 +21,7 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from aiayn_helpers.exercises import (
+from aiayn_helpers.course.exercises import (
     OneOf,
     Reference,
     WrongAnswer,
@@ -36,7 +36,7 @@ from aiayn_helpers.exercises import (
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import make_student  # noqa: E402
+from editions import make_student  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

@@ -1,6 +1,6 @@
 """The graded assignments: nbgrader's own grading scores a correct submission 100% and each planted bug less.
 
-The course folder is generated as `make student` does (tools/make_student.py: nbgrader
+The course folder is generated as `make student` does (tools/editions/make_student.py: nbgrader
 generate_assignment), the submissions are the released notebook with its answer cells
 filled in (the source's solution, or that solution with one typical bug), and the
 scores are read from nbgrader's gradebook after `make grade` (tools/grade.py), which

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import grade  # noqa: E402
-import make_student  # noqa: E402
+from editions import make_student  # noqa: E402
 from grading import budget  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import grade  # noqa: E402
-import make_student  # noqa: E402
+from editions import make_student  # noqa: E402
 from grading import gradebook  # noqa: E402
 
 NO_SANDBOX = grade.sandbox_problem()

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import collect  # noqa: E402
 import grade  # noqa: E402
-import make_student  # noqa: E402
+from editions import make_student  # noqa: E402
 from grading import export, roster  # noqa: E402
 
 # generous: two assignments graded on a busy 2-core machine

@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
 import grade  # noqa: E402
-import make_student  # noqa: E402
 import test_assignments  # noqa: E402
+from editions import make_student  # noqa: E402
 from grading import limits  # noqa: E402
 from grading_submissions import HOG, hog_stopped  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402

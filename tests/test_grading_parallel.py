@@ -1,6 +1,6 @@
 """Grading on every core scores what grading one sandbox at a time scores.
 
-A mixed class of two (tools/bench_grading.py: a right answer to every part, and Part 1
+A mixed class of two (tools/bench/bench_grading.py: a right answer to every part, and Part 1
 raising, Part 2 right: 12 and 8) is graded by `make grade` with ``--workers 1`` and,
 from a copy of the same course, with ``--workers 2`` (two nbgrader processes sharing
 one gradebook, one student each); every score in grades.csv must be the same. (The
@@ -21,9 +21,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt")
-import bench_grading  # noqa: E402
 import grade  # noqa: E402
 import grading_courses  # noqa: E402
+from bench import bench_grading  # noqa: E402
 from grading import cli  # noqa: E402
 
 A = "assignment1"

@@ -272,7 +272,7 @@ def test_decisions_with_entries_are_never_published(tmp_path):
     (ignored by git), a tracked example only; the editions refuse a file with entries."""
     import subprocess
 
-    import make_editions
+    from editions import make_editions
     from grading import decisions
 
     assert decisions.DECISIONS == ROOT / "_grading" / "decisions.toml"

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from hub_links import assignments  # noqa: E402
+from editions.hub_links import assignments  # noqa: E402
 
 HUB = "https://hub.example.edu"
 
@@ -19,7 +19,7 @@ def test_every_released_assignment_has_a_link():
     assert len(names) == 4
     assert assignments() == [f"assignments/{n}.ipynb" for n in names]
     run = subprocess.run(
-        [sys.executable, str(ROOT / "tools/hub_links.py"), "--hub", HUB, "--assignments"],
+        [sys.executable, str(ROOT / "tools/editions/hub_links.py"), "--hub", HUB, "--assignments"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -35,5 +35,5 @@ def test_every_released_assignment_has_a_link():
 def test_make_hub_links_prints_both():
     makefile = (ROOT / "Makefile").read_text()
     recipe = makefile.split("\nhub-links:", 1)[1].split("\n\n", 1)[0]
-    assert "tools/hub_links.py $(HUB_FLAGS)\n" in recipe
-    assert "tools/hub_links.py $(HUB_FLAGS) --assignments" in recipe
+    assert "tools/editions/hub_links.py $(HUB_FLAGS)\n" in recipe
+    assert "tools/editions/hub_links.py $(HUB_FLAGS) --assignments" in recipe

@@ -14,7 +14,7 @@ bibliography key shows (citations read "Vaswani et al. (2017)"), each link resol
 exercises are numbered as on the site (3.1). JupyterLab's notebook setting ``windowingMode``
 is "none" so that every cell is rendered, not only those in view.
 
-Every chapter as the published editions hold it (plain Markdown, tools/plain_markdown.py:
+Every chapter as the published editions hold it (plain Markdown, tools/editions/plain_markdown.py:
 each diagram a ``data:image/png`` address) is opened in the JupyterLab the editions install
 (with jupyterlab-myst), and CHAPTER in one with jupyterlab-myst turned off, which, like
 Colab and GitHub, renders CommonMark and math only; each of their images must load.
@@ -50,10 +50,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
-import plain_markdown  # noqa: E402
+from editions import plain_markdown  # noqa: E402
 from test_site import CHROMIUM_FLAGS, find_chromium  # noqa: E402
 
-from aiayn_helpers.exercises import exercise_name  # noqa: E402
+from aiayn_helpers.course.exercises import exercise_name  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a clone, JupyterLab twice, a browser over every chapter: about 2 minutes
 
@@ -62,7 +62,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KEYS = sorted(plain_markdown.load_bibliography())
 # what JupyterLab shows for a quiz output when the notebook is not trusted (ah.quiz's line)
 RUN_TO_TAKE = "Self-check quiz: run this cell (Shift+Enter) to take it."
-# Chapters other sessions were editing when tools/lab_markdown.py was written; the lead
+# Chapters other sessions were editing when tools/chapters/lab_markdown.py was written; the lead
 # converts them and empties this set (a chapter converted while still listed fails).
 NOT_YET_CONVERTED: set[str] = set()
 
@@ -368,7 +368,7 @@ def _served(base: str, token: str, path: str) -> str | None:
 @pytest.mark.parametrize("path", CONVERTED)
 def test_every_link_resolves(chapters, lab, path):
     """An anchor of the notebook (a heading, an exercise, a common-mistake box: its first
-    paragraph, which tools/lab_markdown.py labels), a file JupyterLab serves with
+    paragraph, which tools/chapters/lab_markdown.py labels), a file JupyterLab serves with
     the anchor named (a bibliography entry, an API entry, a chapter's label), or an
     https address; never "#" alone or a file above notebooks/."""
     base, token, _ = lab
@@ -400,7 +400,7 @@ def test_every_link_resolves(chapters, lab, path):
 
 # What a reader's file browser shows in notebooks/ (besides the chapters): the diagrams the
 # chapters show, and the two pages their links open locally (citations, the package's names).
-# The tests' hooks (conftest.py) and the chapters' lint settings (tools/ruff_notebooks.toml)
+# The tests' hooks (conftest.py) and the chapters' lint settings (tools/chapters/ruff_notebooks.toml)
 # live outside it.
 READER_FILES = {"figures", "bibliography.md", "api.md"}
 
@@ -502,7 +502,7 @@ def _numbered(path: Path):
 @pytest.mark.parametrize("path", [_numbered(p) for p in NOTEBOOKS])
 def test_exercises_are_numbered_as_on_the_site(chapters, path):
     """Each exercise is a box headed "Exercise 3.1", the number of the site, the checks, the
-    quizzes and the slides (tools/lab_markdown.py gives it as the box's :enumerator:)."""
+    quizzes and the slides (tools/chapters/lab_markdown.py gives it as the box's :enumerator:)."""
     markdown = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     labels = re.findall(r"\{exercise(?:-start)?\}[^\n]*\n(?::[\w-]+:[^\n]*\n)*?:label: ([\w-]+)\n", markdown)
     titles = [t.split(" (")[0] for t in chapters[path.name]["exercises"]]

@@ -1,5 +1,5 @@
 """The chapters' figures, citations and links in the form JupyterLab, started in notebooks/
-as the README says, can follow (tools/lab_markdown.py), and the same chapters as the site
+as the README says, can follow (tools/chapters/lab_markdown.py), and the same chapters as the site
 reads them (book/_ext/notebook_markdown.py). Fast: no browser (tests/test_jupyterlab.py
 opens every chapter in JupyterLab)."""
 
@@ -14,12 +14,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import lab_markdown  # noqa: E402
+from chapters import lab_markdown  # noqa: E402
 from notebook_markdown import to_myst  # noqa: E402  (lab_markdown puts book/_ext on the path)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # Chapters other sessions were editing when the tool was written: the lead converts them
-# with `python tools/lab_markdown.py --write notebooks/05_*.ipynb ...` and empties this set
+# with `python tools/chapters/lab_markdown.py --write notebooks/05_*.ipynb ...` and empties this set
 # (a chapter converted while still listed fails: strict xfail).
 NOT_YET_CONVERTED: set[str] = set()
 
@@ -41,7 +41,7 @@ def test_chapter_is_in_jupyterlab_form(path, converter):
     no figure above notebooks/, no quiz output that prints a Python repr, and the kernel
     name JupyterLab writes (else the chapter opens marked modified)."""
     nb, changed = converter.notebook(path)
-    assert not changed, f"run python tools/lab_markdown.py --write notebooks/{path.name}"
+    assert not changed, f"run python tools/chapters/lab_markdown.py --write notebooks/{path.name}"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert not re.search(r"\{(cite(:\w+)?|doc)\}`", markdown)
     # no image or link above notebooks/ (a data- attribute for the site's own script, such
@@ -76,7 +76,7 @@ def test_site_reads_the_same_myst(path, converter):
 
 def test_files_beside_the_chapters_are_fresh():
     """notebooks/figures holds book/figures' diagrams byte for byte, and bibliography.md and
-    api.md are what the tool writes (python tools/lab_markdown.py --write)."""
+    api.md are what the tool writes (python tools/chapters/lab_markdown.py --write)."""
     assert lab_markdown.stale_support() == []
     assert len(list((ROOT / "notebooks" / "figures").glob("*.svg"))) >= 40
 

@@ -1,7 +1,7 @@
 """What a classroom hub needs from the book, and that the book keeps to it.
 
 - Every chapter runs within ``MEMORY_BUDGET_GB`` of peak resident memory and
-  ``TIME_BUDGET_S`` of CPU time with one thread, as tools/execute_notebooks.py recorded
+  ``TIME_BUDGET_S`` of CPU time with one thread, as tools/chapters/execute_notebooks.py recorded
   in book/notebook_times.json; the instructor guide's run-time table shows the same
   figures (``test_guide_table_shows_the_recorded_figures``). Under strict nbval
   (``make test``, two xdist workers), conftest.py (the root's) measures each chapter's
@@ -9,7 +9,7 @@
   above the figure the table records (``test_memory_hook_fires``).
 - What the guide asks a hub's administrator for per student is that budget, and
   mybinder.org's 2 GB per session holds it too.
-- tools/hub_links.py writes one nbgitpuller link per chapter, correctly encoded.
+- tools/editions/hub_links.py writes one nbgitpuller link per chapter, correctly encoded.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from execute_notebooks import MEMORY_BUDGET_GB, TIME_BUDGET_S  # noqa: E402
-from hub_links import chapters, clone_folder, install_commands, link  # noqa: E402
-from set_repository_url import release_tag, repository_url  # noqa: E402
+from chapters.execute_notebooks import MEMORY_BUDGET_GB, TIME_BUDGET_S  # noqa: E402
+from editions.hub_links import chapters, clone_folder, install_commands, link  # noqa: E402
+from editions.set_repository_url import release_tag, repository_url  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TIMES = json.loads((ROOT / "book" / "notebook_times.json").read_text())
@@ -39,7 +39,7 @@ TIMES = json.loads((ROOT / "book" / "notebook_times.json").read_text())
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_recorded_within_budget(path):
     entry = TIMES.get(f"notebooks/{path.name}")
-    assert entry, f"{path.name}: not measured; run tools/execute_notebooks.py on it"
+    assert entry, f"{path.name}: not measured; run tools/chapters/execute_notebooks.py on it"
     assert entry["threads"] == 1, "the budget is for one thread (AIAYN_THREADS=1)"
     assert "peak_memory_mb" in entry, f"{path.name}: no peak memory recorded"
     assert entry["peak_memory_mb"] <= MEMORY_BUDGET_GB * 1000, (
@@ -85,7 +85,7 @@ def test_guide_asks_the_hub_for_the_budget():
     assert 'make hub-links HUB_FLAGS="--hub' in GUIDE
     assert "the repository is `repository.url` in `_config.yml`" in GUIDE
     makefile = (ROOT / "Makefile").read_text()
-    assert "hub-links: setup\n\t$(BIN)/python tools/hub_links.py $(HUB_FLAGS)" in makefile
+    assert "hub-links: setup\n\t$(BIN)/python tools/editions/hub_links.py $(HUB_FLAGS)" in makefile
 
 
 @pytest.mark.site
@@ -226,7 +226,7 @@ def test_hub_links_command():
     run = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "tools" / "hub_links.py"),
+            str(ROOT / "tools" / "editions" / "hub_links.py"),
             "--hub",
             HUB,
             "--markdown",
@@ -244,7 +244,7 @@ def test_hub_links_command():
     assert install_commands(repository_url())[0] in run.stdout
     assert "--index-url https://download.pytorch.org/whl/cpu" in run.stdout
     missing = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "hub_links.py")],
+        [sys.executable, str(ROOT / "tools" / "editions" / "hub_links.py")],
         capture_output=True,
         text=True,
     )

@@ -7,7 +7,7 @@ host runs, ``jupyter nbconvert --to html`` (one process for both files), on
 
 * a chapter of the repository, in a copy of notebooks/ (its figures/ folder and the two
   local pages beside it), and
-* the same chapter as the published editions hold it (tools/plain_markdown.py: each
+* the same chapter as the published editions hold it (tools/editions/plain_markdown.py: each
   diagram a ``data:image/png`` address),
 
 opens each HTML page from its folder in headless Chromium (no network: the page's CDN
@@ -36,7 +36,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
-import plain_markdown  # noqa: E402
+from editions import plain_markdown  # noqa: E402
 from test_site import CHROMIUM_FLAGS, find_chromium  # noqa: E402
 
 # with the JupyterLab browser tests (make test-integration): a notebook as a reader's viewer shows it
@@ -170,13 +170,13 @@ def test_plain_chapter_shows_no_myst(viewed):
 def test_repository_chapter_shows_no_myst(viewed):
     """In nbviewer (and GitHub's and VS Code's notebook views, which load no MyST either)
     the repository's chapter shows its admonitions and exercises as code blocks headed by
-    the directive; the plain editions (tools/make_editions.py) are what those are given."""
+    the directive; the plain editions (tools/editions/make_editions.py) are what those are given."""
     facts, _, _ = viewed["repository"]
     assert not facts["directives"], facts["directives"]
 
 
 def test_every_diagram_loads_alone_from_its_data_address(page):
-    """Each diagram of notebooks/figures, as tools/plain_markdown.py embeds it, is an image
+    """Each diagram of notebooks/figures, as tools/editions/plain_markdown.py embeds it, is an image
     a browser draws on its own (naturalWidth > 0: what GitHub's and Colab's pages get), as
     wide in CSS pixels as its SVG (``width="...pt"``, 96/72 pixels a point)."""
     assert len(FIGURES) >= 40

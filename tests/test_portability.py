@@ -13,7 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import set_repository_url  # noqa: E402
+from editions import set_repository_url  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -24,7 +24,8 @@ def test_colab_cell_installs_from_the_configured_repository(path):
     first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
     assert set_repository_url.install_specs(first.source) == [("[reader]", url, set_repository_url.release_tag())], (
         f"{path.name}: the Colab cell must install aiayn_helpers[reader] from _config.yml's repository.url "
-        f"({url}) at the release tag {set_repository_url.release_tag()}; run `python tools/set_repository_url.py`"
+        f"({url}) at the release tag {set_repository_url.release_tag()}; "
+        "run `python tools/editions/set_repository_url.py`"
     )
 
 
@@ -152,7 +153,9 @@ def test_readme_links_point_at_the_configured_repository_and_release():
     assert links, "the README links to no site, Colab, Binder or pip install"
     expected = {f"git+https://github.com/{repo}@{tag}", f"https://colab.research.google.com/github/{repo}/",
                 f"https://mybinder.org/v2/gh/{repo}/", "https://{}.github.io/{}/".format(*repo.split("/"))}  # fmt: skip
-    assert set(links) == expected, f"run `python tools/set_repository_url.py`: the README has {sorted(set(links))}"
+    assert set(links) == expected, (
+        f"run `python tools/editions/set_repository_url.py`: the README has {sorted(set(links))}"
+    )
     # no placeholder for the address (the tool's usage line names its argument https://github.com/OWNER/REPO)
     assert not re.search(
         r"<(this repository|repository URL|URL)>|OWNER/REPO", readme.replace("github.com/OWNER/REPO", "")
@@ -190,7 +193,7 @@ def test_readers_are_told_the_python_range_of_pyproject():
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     low, high = re.fullmatch(r">=3\.(\d+),<3\.(\d+)", requires).groups()
     stated = f"Python 3.{low} to 3.{int(high) - 1}"
-    for page in ("README.md", "book/intro.md", "tools/student_edition/intro.md"):
+    for page in ("README.md", "book/intro.md", "tools/editions/student_edition/intro.md"):
         assert stated in " ".join((ROOT / page).read_text().split()), f"{page} does not say {stated!r}"
 
 

@@ -135,7 +135,7 @@ def test_pyproject_ships_the_model_as_package_data():
 
 
 def test_export_tool_round_trip(tmp_path):
-    """tools/export_pretrained.py on a tiny run: float16 weights, hashes, and load_pretrained_dir reads it."""
+    """tools/ship/export_pretrained.py on a tiny run: float16 weights, hashes, and load_pretrained_dir reads it."""
     from aiayn_helpers.checkpoint import TrainState, save_checkpoint, save_epoch_weights
     from aiayn_helpers.config import PRESETS, build_model
     from aiayn_helpers.data import train_bpe
@@ -159,7 +159,13 @@ def test_export_tool_round_trip(tmp_path):
     loadavg = tmp_path / "loadavg.log"
     loadavg.write_text("10:00:00 2.05 1.90 1.20 3/85 100\n10:01:00 2.31 2.00 1.30 3/85 101\n")
     out = tmp_path / "exported"
-    cmd = [sys.executable, str(REPO / "tools" / "export_pretrained.py"), str(run / "epoch001.pt"), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        str(REPO / "tools" / "ship" / "export_pretrained.py"),
+        str(run / "epoch001.pt"),
+        "--out",
+        str(out),
+    ]
     cmd += ["--command", "python -m aiayn_helpers.train --preset quick", "--hardware", "test", "--time", "1 s"]
     cmd += ["--beam-size", "3", "--length-penalty", "1.2", "--loadavg", str(loadavg)]
     subprocess.run([*cmd, "--no-bleu"], check=True, capture_output=True, cwd=REPO)
@@ -189,7 +195,7 @@ def bold_figures(text: str) -> list[str]:
 
 def test_results_page_bold_figures_are_backed():
     """Every bold figure on book/results.md comes from a committed metrics file: the shipped
-    model's manifest or the decoding benchmark's JSON (the numbers tools/bench.py printed)."""
+    model's manifest or the decoding benchmark's JSON (the numbers tools/bench/bench.py printed)."""
     page = RESULTS.read_text(encoding="utf-8")
     manifest = read_manifest(SHIPPED)
     bench = json.loads(BENCH.read_text())

@@ -1,4 +1,4 @@
-"""The results page's plots (tools/results_figures.py): drawn from the records, up to date,
+"""The results page's plots (tools/bench/results_figures.py): drawn from the records, up to date,
 shown with the alt text the tool writes from the same data, and legible on a phone."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import results_figures as rf  # noqa: E402
+from bench import results_figures as rf  # noqa: E402
 
 pytest.importorskip("matplotlib")
 PHONE_COLUMN_PX = 390 - 2 * 16  # a 390 px phone less the article's padding (1 rem a side)
@@ -24,7 +24,7 @@ def _load(path: Path) -> dict:
 
 
 def test_every_figure_is_up_to_date():
-    assert rf.main(["--check"]) == 0, "run python tools/results_figures.py"
+    assert rf.main(["--check"]) == 0, "run python tools/bench/results_figures.py"
 
 
 def test_the_page_shows_each_figure_with_its_alt_text():

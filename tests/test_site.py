@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from measure_stretches import JS_STRETCHES  # noqa: E402  (tools/ is not a package)
+from bench.measure_stretches import JS_STRETCHES  # noqa: E402  (tools/ is not a package)
 
 pytestmark = pytest.mark.site
 
@@ -295,10 +295,10 @@ def test_search_finds_the_chapter(context, server, page_path):
 
 def _quiz_questions(nb) -> list[dict]:
     """The questions of the chapter's jupyterquiz cell (tagged exercise-quiz), read from its source
-    (a list, or the encoded JSON that aiayn_helpers.exercises.decode reads)."""
+    (a list, or the encoded JSON that aiayn_helpers.course.exercises.decode reads)."""
     import ast
 
-    from aiayn_helpers.exercises import decode
+    from aiayn_helpers.course.exercises import decode
 
     for cell in nb.cells:
         if cell.cell_type == "code" and "exercise-quiz" in cell.metadata.get("tags", []):
@@ -375,7 +375,7 @@ DIAGRAM_PAGES = sorted(
     {
         f"notebooks/{p.stem}.html"
         for p in (ROOT / "notebooks").glob("*.ipynb")
-        if "figures/" in p.read_text(encoding="utf-8")  # ../book/figures/ or figures/ (tools/lab_markdown.py)
+        if "figures/" in p.read_text(encoding="utf-8")  # ../book/figures/ or figures/ (tools/chapters/lab_markdown.py)
     }
 )
 SCREENSHOTS = SITE.parent / "screenshots"  # kept as a build artifact beside the site
@@ -581,7 +581,7 @@ def test_instructor_guide_has_a_contents_list_to_jump_from(layouts):
 def test_no_long_stretch_without_a_figure(layouts):
     """Issue #37: at 1280x900 no chapter runs more than about 8 screens without a figure (an
     image, SVG or canvas of at least 200 x 120 px), from the page's top to its end;
-    tools/measure_stretches.py prints the same measurement for a page."""
+    tools/bench/measure_stretches.py prints the same measurement for a page."""
     chapters = [p for (v, p) in layouts if v == "laptop" and p in CHAPTERS]
     if not chapters:
         pytest.skip(f"no built site in {SITE}: run `make book`")

@@ -18,8 +18,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import make_slides  # noqa: E402
-from slides import lecture  # noqa: E402
+from slides import (  # noqa: E402
+    lecture,
+    make_slides,
+)
 from slides.chapter import Block, notebook_blocks  # noqa: E402
 
 SECTION = re.compile(r'<section class="(\w+)">(.*?)</section>', re.S)

@@ -1,4 +1,4 @@
-"""The student edition (tools/make_student.py): solutions out, everything else still runs."""
+"""The student edition (tools/editions/make_student.py): solutions out, everything else still runs."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import make_student  # noqa: E402
-import set_repository_url  # noqa: E402
+from editions import (  # noqa: E402
+    make_student,
+    set_repository_url,
+)
 
-from aiayn_helpers.exercises import exercise_name  # noqa: E402
+from aiayn_helpers.course.exercises import exercise_name  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 STUB = re.compile(r"^# (?P<name>Exercise \S+) \((?P<label>[^)]+)\): your answer\.", re.MULTILINE)
@@ -182,7 +184,9 @@ def test_student_edition_stands_alone(edition):
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
-    assert "aiayn_helpers/exercises.py" in names and not any(n.startswith(("notebooks/", "book/")) for n in names)
+    assert "aiayn_helpers/course/exercises.py" in names and not any(
+        n.startswith(("notebooks/", "book/")) for n in names
+    )
     intro = (out / "book" / "intro.md").read_text()
     assert "student edition" in intro and "drop-down" not in intro
     # the rocket icon it names is there: the site's Colab and Binder buttons (to the student branch)

@@ -1,6 +1,6 @@
 """The student edition in JupyterLab, started as its README says, in Chromium.
 
-The edition (tools/make_student.py, built once per session by tests/test_student.py) is
+The edition (tools/editions/make_student.py, built once per session by tests/test_student.py) is
 copied to a temporary folder; the README's "Run" command is read and started there
 (`jupyter lab` in the edition's folder, through tests/test_jupyterlab.py's launcher:
 its own settings, a token, a free port). Then every chapter and every assignment is

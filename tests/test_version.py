@@ -35,9 +35,9 @@ def test_a_built_wheel_says_the_same_version(tmp_path):
 def test_the_student_edition_names_the_wheel_of_that_version(tmp_path):
     """Built without a wheel (make_editions' check), the student edition's
     requirements.txt names the wheel a build would make: its version read from
-    pyproject.toml, not written into tools/make_student.py."""
+    pyproject.toml, not written into tools/editions/make_student.py."""
     sys.path.insert(0, str(ROOT / "tools"))
-    import make_student
+    from editions import make_student
 
     assert make_student.package_version() == ah.__version__
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "aiayn_helpers"\nversion = "9.8.7"\n')

@@ -3,7 +3,7 @@
 1. Directives that render the instructor guide's tables from measured data.
 
 ``{syllabus}`` maps sessions to chapters; ``{notebook-times}`` lists every notebook.
-Both read ``book/notebook_times.json``, which ``tools/execute_notebooks.py``
+Both read ``book/notebook_times.json``, which ``tools/chapters/execute_notebooks.py``
 writes each time it executes a notebook, so no time in the guide is typed by hand.
 Chapters are named by their number prefix (``02`` finds ``notebooks/02_*.ipynb``),
 so a notebook that does not exist yet is shown as "in preparation" instead of
@@ -19,7 +19,7 @@ last row: what a classroom hub must give each student.
 
 2. Exercise numbers per chapter. sphinx-exercise numbers exercises across the whole
 book (the third chapter's first exercise would be "Exercise 10"); the notebooks'
-answer cells say "Exercise 3.1" (``aiayn_helpers.exercises.exercise_name``). After
+answer cells say "Exercise 3.1" (``aiayn_helpers.course.exercises.exercise_name``). After
 Sphinx assigns its numbers, every exercise of ``notebooks/NN_*`` becomes ``N.k``
 (``A.k`` for the appendix), so a reference reads "Exercise 3.1" as in the notebook.
 
@@ -152,7 +152,7 @@ class NotebookTimes(_TimesMixin):
         header = ["Notebook", "Alone, default threads", "Two notebooks at once", "CPU time", "Peak memory"]
         table = self.table(header, rows, [32, 17, 17, 17, 17])
         machines = ", ".join(f"{c} CPU cores, {t} torch threads" for c, t in sorted(measured, key=str)) or "none yet"
-        text = "Measured by tools/execute_notebooks.py (fresh kernel, CPU only) on: "
+        text = "Measured by tools/chapters/execute_notebooks.py (fresh kernel, CPU only) on: "
         text += f"{machines}."
         loads = [e["load_average"] for e in entries if e and "load_average" in e]
         if loads:  # how busy the machine was: wall-clock times grow with it

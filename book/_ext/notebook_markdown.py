@@ -2,7 +2,7 @@
 
 A chapter's markdown cells hold their figures, citations and links in a form that
 JupyterLab (started in ``notebooks/`` as the README says), VS Code and nbviewer follow
-without the site (``tools/lab_markdown.py`` writes it):
+without the site (``tools/chapters/lab_markdown.py`` writes it):
 
 * a figure is ``figures/NAME.svg``, a folder beside the chapters;
 * ``{cite:t}`` is ``[Vaswani et al. (2017)](bibliography.md#KEY)`` and ``{cite:p}``

@@ -64,7 +64,7 @@ def _save(draw: Callable, buffer, **savefig) -> None:
 
 def render_png(draw: Callable, dpi: int) -> bytes:
     """The PNG bytes of one diagram at ``dpi`` pixels an inch (96: one pixel a CSS pixel,
-    the size its SVG shows at), for the places that show no SVG (tools/plain_markdown.py)."""
+    the size its SVG shows at), for the places that show no SVG (tools/editions/plain_markdown.py)."""
     buffer = io.BytesIO()
     _save(draw, buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()

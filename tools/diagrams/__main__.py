@@ -2,7 +2,7 @@
 
 The diagrams are drawn into book/figures (the site, the slides) and copied into
 notebooks/figures, beside the chapters, so that JupyterLab started in notebooks/ shows
-them (tools/lab_markdown.py); ``--check`` also names a stale copy there.
+them (tools/chapters/lab_markdown.py); ``--check`` also names a stale copy there.
 """
 
 import sys
@@ -15,7 +15,7 @@ if __package__ in (None, ""):  # run as a folder: python tools/diagrams
 
 matplotlib.use("svg")  # no window needed; a test that imports the package keeps its own
 
-import lab_markdown  # noqa: E402
+from chapters import lab_markdown  # noqa: E402
 
 from diagrams import main  # noqa: E402
 

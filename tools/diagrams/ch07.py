@@ -145,7 +145,7 @@ def ch07_label_smoothing():
 
 def shipped_choice() -> tuple[dict, dict]:
     """The candidates the shipped model's validation choice tried, and its winner, as
-    its manifest records them (tools/choose_decoding.py wrote them)."""
+    its manifest records them (tools/ship/choose_decoding.py wrote them)."""
     from aiayn_helpers.pretrained import ROOT, read_manifest
 
     rows = read_manifest(ROOT / "multi30k")["validation_choice"]["rows"]
@@ -161,7 +161,7 @@ def weights_label(average: int) -> str:
 
 
 def ch07_recipe():
-    """The shipped model's recipe (tools/train_shipped.sh): which split decides what."""
+    """The shipped model's recipe (tools/ship/train_shipped.sh): which split decides what."""
     tried, best = shipped_choice()
     fig, ax = canvas(6.0, 6.4, "The shipped model's recipe: which split decides what")
     cx, w = 2.05, 3.7

@@ -1,1 +1,1 @@
-"""The parts of `make slides` (tools/make_slides.py): a chapter read as lecture slides."""
+"""The parts of `make slides` (tools/slides/make_slides.py): a chapter read as lecture slides."""

@@ -1,7 +1,7 @@
 // Greedy decoding and beam search for one sentence, written to follow the book's
 // Python line by line: aiayn_helpers/decoding.py, greedy_decode and _beam_search (the
 // batch there is one sentence here, so "n" is 1 and a sentence's rows are its beams).
-// tools/export_browser.py's OnnxTranslator.greedy and .beam are the same loops in
+// tools/ship/export_browser.py's OnnxTranslator.greedy and .beam are the same loops in
 // Python over the same ONNX step; the tests check both against ah.translate.
 //
 // `runner` does the model's work (runner.js): encode(ids) once, then step(tokens,

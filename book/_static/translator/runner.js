@@ -1,5 +1,5 @@
 // The model's part of translating, with ONNX Runtime Web (WebAssembly, on the CPU):
-// the two graphs tools/export_browser.py writes from the shipped weights.
+// the two graphs tools/ship/export_browser.py writes from the shipped weights.
 //   encode(ids)      encoder.onnx: the source once -> every decoder layer's
 //                    cross-attention keys and values (chapter 8's cache), and the
 //                    encoder's self-attention weights

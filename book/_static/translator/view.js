@@ -46,7 +46,7 @@ async function ask(text, options = {}) {
     waiting.delete(message);
   }
 }
-// for tools/bench_browser.py: load() (the worker's "ready": seconds, threads) and
+// for tools/bench/bench_browser.py: load() (the worker's "ready": seconds, threads) and
 // translate(text, {greedy, beamSize})
 window.aiaynTranslator = { translate: ask, load: () => ready || startWorker() };
 

@@ -1,0 +1,576 @@
+"""The shipped translator as ONNX, for the site's in-browser translator.
+
+    python tools/ship/export_browser.py --out _build/translator [--int8] [--check N]
+
+writes three files the page loads (``book/_static/translator/``) and runs them with
+onnxruntime-web:
+
+* ``encoder.onnx``: source ids ``src`` ``(B, S)`` -> the cross-attention keys and
+  values of every decoder layer, ``cross_k`` and ``cross_v`` ``(L, B, H, S, d_k)``
+  (chapter 8's cache, projected once per sentence), and the encoder's self-attention
+  weights ``enc_attn`` ``(L, B, H, S, S)``;
+* ``decoder.onnx``: one decoding step with a key/value cache. Inputs: the newest token
+  of each row ``token`` ``(N, 1)``, its position ``position`` ``(1,)``, the cache of the
+  positions before it ``past_k``, ``past_v`` ``(L, N, H, T, d_k)`` and the encoder's
+  ``cross_k``, ``cross_v`` (batch 1 or N: one sentence's are shared by its beams).
+  Outputs: ``logits`` ``(N, V)``, the cache with the new position ``present_k``,
+  ``present_v`` ``(L, N, H, T + 1, d_k)``, and the step's attention weights
+  ``self_attn`` ``(L, N, H, 1, T + 1)`` and ``cross_attn`` ``(L, N, H, 1, S)``;
+* ``weights.bin``: every weight once, read by both graphs (ONNX external data); the
+  shared embedding is the source and target embedding and the output projection.
+
+The graphs are written out operation by operation from the book's equations (not
+traced), so each node is one line of chapters 3 to 8: post-norm residuals, the
+embedding times sqrt(d_model) plus the sinusoidal table, softmax(Q K^T / sqrt(d_k)) V.
+The shipped weights are float16; they are stored as float16 and widened to float32 in
+the graph (exact), or with ``--int8`` quantised per output channel (symmetric int8,
+one float32 scale per row of the embedding and per column of each matrix), which
+quarters their size. A sentence is decoded alone, so no padding is ever attended to
+inside the decoder; the encoder masks padding as the book does.
+
+:class:`OnnxTranslator` runs the files with onnxruntime in Python: greedy decoding and
+a beam search that follow :func:`aiayn_helpers.greedy_decode` and
+:func:`aiayn_helpers.beam_search` for one sentence (the page's ``beam.js`` is the same
+loop in JavaScript), and :meth:`OnnxTranslator.attention`, every attention map of a
+translation, as :func:`aiayn_helpers.explorer.attention_maps` computes them.
+``--check N`` compares the files with ``ah.translate`` on the first N sentences of
+test2016 and prints its BLEU on the whole split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+OPSET = 17
+# positions of the sinusoidal table in the graphs: a source of at most
+# MAX_SOURCE_TOKENS ids (the page cuts longer input) and its output of source + 50
+MAX_SOURCE_TOKENS = 100
+MAX_POSITIONS = 256
+FILES = ("encoder.onnx", "decoder.onnx", "weights.bin")
+
+
+# -- the weights --------------------------------------------------------------------
+def _state(name: str = "multi30k") -> tuple[dict[str, np.ndarray], dict, object]:
+    """The shipped float16 state dict as NumPy, its config and its tokenizer."""
+    import aiayn_helpers as ah
+    from aiayn_helpers.pretrained import ROOT as PRETRAINED
+    from aiayn_helpers.pretrained import read_safetensors
+
+    model, tokenizer = ah.load_pretrained(name)  # checks every SHA-256
+    folder = PRETRAINED / name
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if cfg.get("positional", "sinusoidal") != "sinusoidal" or cfg.get("d_k"):
+        raise ValueError("the browser export handles the paper's model only")
+    if getattr(model.encoder.layers[0], "norm_first", False):
+        raise ValueError("the browser export handles post-norm models only")
+    weights = read_safetensors(folder / "weights.safetensors")
+    state = {k: v.numpy() for k, v in weights.items()}
+    return state, cfg, tokenizer
+
+
+class _Store:
+    """The initialisers of both graphs, each written once to ``weights.bin``."""
+
+    def __init__(self, int8: bool):
+        self.int8 = int8
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def add(self, name: str, array: np.ndarray) -> str:
+        if name not in self.arrays:
+            self.arrays[name] = np.ascontiguousarray(array)
+        return name
+
+    def write(self, path: Path) -> dict[str, tuple[int, int]]:
+        places, offset = {}, 0
+        with open(path, "wb") as f:
+            for name, array in self.arrays.items():
+                pad = (-offset) % 64  # aligned, as onnxruntime maps it
+                f.write(b"\0" * pad)
+                offset += pad
+                data = array.tobytes()
+                f.write(data)
+                places[name] = (offset, len(data))
+                offset += len(data)
+        return places
+
+
+def _quantise(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per channel along ``axis``: ``w ~ q * scale``."""
+    w = w.astype(np.float32)
+    reduce = 1 - axis
+    scale = np.abs(w).max(axis=reduce) / 127.0
+    scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
+    shape = [1, 1]
+    shape[axis] = -1
+    q = np.clip(np.rint(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    return q, scale
+
+
+class _Graph:
+    """A small builder: each method adds one ONNX node and returns its output."""
+
+    def __init__(self, store: _Store, state: dict[str, np.ndarray]):
+        from onnx import helper
+
+        self.h = helper
+        self.store, self.state = store, state
+        self.nodes, self.used, self.consts = [], set(), {}
+        self.count = 0
+
+    def op(self, kind: str, *inputs: str, **attrs) -> str:
+        self.count += 1
+        out = f"{kind.lower()}_{self.count}"
+        self.nodes.append(self.h.make_node(kind, list(inputs), [out], **attrs))
+        return out
+
+    def const(self, value, dtype=np.int64) -> str:
+        """A small constant (shapes, indices, scalars) kept inside the graph."""
+        array = np.asarray(value, dtype=dtype)
+        key = (array.dtype.str, array.shape, array.tobytes())
+        if key not in self.consts:
+            from onnx import numpy_helper
+
+            name = f"const_{len(self.consts)}"
+            self.consts[key] = numpy_helper.from_array(array, name)
+        return self.consts[key].name
+
+    def stored(self, name: str, array: np.ndarray) -> str:
+        self.used.add(self.store.add(name, array))
+        return name
+
+    def weight(self, key: str, transpose: bool = False, axis: int = 1) -> str:
+        """A float32 weight of the state dict: float16 widened, or int8 dequantised."""
+        w = self.state[key]
+        if transpose:
+            w = w.T
+        if self.store.int8 and w.ndim == 2:
+            # q * scale as Cast and Mul, which onnxruntime computes once, when it loads
+            # the graph (constant folding); a DequantizeLinear would be fused into
+            # int8 matrix products instead, slower here and not the same numbers
+            q, scale = _quantise(w, axis)
+            shape = (1, -1) if axis == 1 else (-1, 1)
+            widened = self.op("Cast", self.stored(key + ".int8", q), to=1)
+            return self.op("Mul", widened, self.stored(key + ".scale", scale.reshape(shape)))
+        return self.op("Cast", self.stored(key, w.astype(np.float16)), to=1)
+
+    def linear(self, x: str, prefix: str) -> str:
+        """``x W^T + b`` (``nn.Linear``): W stored transposed, ``(in, out)``."""
+        y = self.op("MatMul", x, self.weight(prefix + ".weight", transpose=True))
+        return self.op("Add", y, self.weight(prefix + ".bias"))
+
+    def layer_norm(self, x: str, prefix: str) -> str:
+        scale, bias = self.weight(prefix + ".weight"), self.weight(prefix + ".bias")
+        return self.op("LayerNormalization", x, scale, bias, axis=-1, epsilon=1e-5)
+
+    def heads(self, x: str, num_heads: int) -> str:
+        """``(B, T, H * d) -> (B, H, T, d)`` (``MultiHeadAttention._split_heads``)."""
+        shape = self.const([0, 0, num_heads, -1])
+        return self.op("Transpose", self.op("Reshape", x, shape), perm=[0, 2, 1, 3])
+
+    def merge(self, x: str, d_model: int) -> str:
+        """``(B, H, T, d) -> (B, T, H * d)``: the heads concatenated."""
+        x = self.op("Transpose", x, perm=[0, 2, 1, 3])
+        return self.op("Reshape", x, self.const([0, 0, d_model]))
+
+    def attend(self, q: str, k: str, v: str, d_k: int, mask: str | None = None):
+        """``softmax(q k^T / sqrt(d_k)) v`` per head; returns (output, weights)."""
+        scores = self.op("MatMul", q, self.op("Transpose", k, perm=[0, 1, 3, 2]))
+        scores = self.op("Div", scores, self.const(math.sqrt(d_k), np.float32))
+        if mask is not None:  # the most negative float where masked, as the book
+            lowest = self.const(np.finfo(np.float32).min, np.float32)
+            scores = self.op("Where", mask, scores, lowest)
+        weights = self.op("Softmax", scores, axis=-1)
+        return self.op("MatMul", weights, v), weights
+
+    def feed_forward(self, x: str, prefix: str) -> str:
+        hidden = self.op("Relu", self.linear(x, prefix + ".linear1"))
+        return self.linear(hidden, prefix + ".linear2")
+
+    def stack(self, tensors: list[str]) -> str:
+        """``L`` tensors of one shape -> ``(L, ...)``."""
+        axis0 = self.const([0])
+        return self.op("Concat", *[self.op("Unsqueeze", t, axis0) for t in tensors], axis=0)
+
+    def embed(self, ids: str, positions: str, d_model: int) -> str:
+        """``embedding * sqrt(d_model) + PE`` (chapter 4), rows ``positions`` of PE."""
+        table = self.shared_embedding()
+        x = self.op("Mul", self.op("Gather", table, ids), self.const(math.sqrt(d_model), np.float32))
+        return self.op("Add", x, self.op("Gather", self.pe(d_model), positions))
+
+    def shared_embedding(self) -> str:
+        if not hasattr(self, "_embedding"):
+            self._embedding = self.weight("src_embed.weight", axis=0)
+        return self._embedding
+
+    def pe(self, d_model: int) -> str:
+        if not hasattr(self, "_pe"):
+            from aiayn_helpers.positional import sinusoidal_encoding
+
+            table = sinusoidal_encoding(MAX_POSITIONS, d_model).numpy()  # float32, as the model
+            self._pe = self.stored("positional.pe", table.astype(np.float32))
+        return self._pe
+
+    def model(self, name: str, inputs, outputs, places):
+        from onnx import TensorProto, helper
+
+        initialisers = list(self.consts.values())
+        for key in sorted(self.used):
+            array = self.store.arrays[key]
+            tensor = TensorProto()
+            tensor.name = key
+            tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+            tensor.dims.extend(array.shape)
+            tensor.data_location = TensorProto.EXTERNAL
+            offset, length = places[key]
+            for k, v in (("location", "weights.bin"), ("offset", str(offset)), ("length", str(length))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = k, v
+            initialisers.append(tensor)
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, initialisers)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        model.ir_version = 8  # what onnxruntime(-web) reads
+        model.producer_name = "aiayn_helpers tools/ship/export_browser.py"
+        return model
+
+
+def _encoder(g: _Graph, cfg: dict) -> tuple[list, list]:
+    from onnx import TensorProto, helper
+
+    d, h, layers = cfg["d_model"], cfg["num_heads"], cfg["num_layers"]
+    d_k = d // h
+    src = "src"
+    # positions 0 .. S-1: a Range over the source's length
+    length = g.op("Gather", g.op("Shape", src), g.const(1), axis=0)
+    positions = g.op("Range", g.const(0), length, g.const(1))
+    x = g.embed(src, positions, d)
+    # (B, 1, 1, S): True where a real token (padding_mask)
+    mask = g.op("Unsqueeze", g.op("Not", g.op("Equal", src, g.const(0))), g.const([1, 2]))
+    maps = []
+    for i in range(layers):
+        p = f"encoder.layers.{i}"
+        q, k, v = (g.heads(g.linear(x, f"{p}.self_attn.w_{n}"), h) for n in "qkv")
+        out, weights = g.attend(q, k, v, d_k, mask)
+        maps.append(weights)
+        out = g.linear(g.merge(out, d), f"{p}.self_attn.w_o")
+        x = g.layer_norm(g.op("Add", x, out), f"{p}.norm1")  # post-norm residual
+        x = g.layer_norm(g.op("Add", x, g.feed_forward(x, f"{p}.ff")), f"{p}.norm2")
+    # the decoder's cross-attention keys and values, projected once (KVCache.from_memory)
+    cross_k = [g.heads(g.linear(x, f"decoder.layers.{i}.cross_attn.w_k"), h) for i in range(layers)]
+    cross_v = [g.heads(g.linear(x, f"decoder.layers.{i}.cross_attn.w_v"), h) for i in range(layers)]
+    named = {"cross_k": g.stack(cross_k), "cross_v": g.stack(cross_v), "enc_attn": g.stack(maps)}
+    for out, node in named.items():
+        g.nodes.append(helper.make_node("Identity", [node], [out]))
+    f32 = TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info("src", TensorProto.INT64, ["B", "S"])]
+    outputs = [
+        helper.make_tensor_value_info("cross_k", f32, [layers, "B", h, "S", d_k]),
+        helper.make_tensor_value_info("cross_v", f32, [layers, "B", h, "S", d_k]),
+        helper.make_tensor_value_info("enc_attn", f32, [layers, "B", h, "S", "S"]),
+    ]
+    return inputs, outputs
+
+
+def _decoder(g: _Graph, cfg: dict) -> tuple[list, list]:
+    from onnx import TensorProto, helper
+
+    d, h, layers = cfg["d_model"], cfg["num_heads"], cfg["num_layers"]
+    d_k = d // h
+    x = g.embed("token", "position", d)  # (N, 1, d): Gather of (1,) positions is (1, d)
+    keys, values, self_maps, cross_maps = [], [], [], []
+    for i in range(layers):
+        p = f"decoder.layers.{i}"
+        index = g.const(i)
+        # masked self-attention: the cache's keys and values and the new position's
+        q = g.heads(g.linear(x, f"{p}.self_attn.w_q"), h)
+        k = g.op(
+            "Concat", g.op("Gather", "past_k", index, axis=0), g.heads(g.linear(x, f"{p}.self_attn.w_k"), h), axis=2
+        )
+        v = g.op(
+            "Concat", g.op("Gather", "past_v", index, axis=0), g.heads(g.linear(x, f"{p}.self_attn.w_v"), h), axis=2
+        )
+        keys.append(k)
+        values.append(v)
+        out, weights = g.attend(q, k, v, d_k)  # no mask: every cached position is earlier
+        self_maps.append(weights)
+        x = g.layer_norm(g.op("Add", x, g.linear(g.merge(out, d), f"{p}.self_attn.w_o")), f"{p}.norm1")
+        # cross-attention over the encoder's keys and values, projected once
+        q = g.heads(g.linear(x, f"{p}.cross_attn.w_q"), h)
+        ck = g.op("Gather", "cross_k", index, axis=0)
+        cv = g.op("Gather", "cross_v", index, axis=0)
+        out, weights = g.attend(q, ck, cv, d_k)
+        cross_maps.append(weights)
+        x = g.layer_norm(g.op("Add", x, g.linear(g.merge(out, d), f"{p}.cross_attn.w_o")), f"{p}.norm2")
+        x = g.layer_norm(g.op("Add", x, g.feed_forward(x, f"{p}.ff")), f"{p}.norm3")
+    # the output projection is the shared embedding, transposed (tied weights)
+    logits = g.op("MatMul", x, g.op("Transpose", g.shared_embedding(), perm=[1, 0]))
+    logits = g.op("Squeeze", logits, g.const([1]))
+    named = {
+        "logits": logits,
+        "present_k": g.stack(keys),
+        "present_v": g.stack(values),
+        "self_attn": g.stack(self_maps),
+        "cross_attn": g.stack(cross_maps),
+    }
+    for out, node in named.items():
+        g.nodes.append(helper.make_node("Identity", [node], [out]))
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    cache = [layers, "N", h, "T", d_k]
+    cross = [layers, "M", h, "S", d_k]
+    inputs = [
+        helper.make_tensor_value_info("token", i64, ["N", 1]),
+        helper.make_tensor_value_info("position", i64, [1]),
+        helper.make_tensor_value_info("past_k", f32, cache),
+        helper.make_tensor_value_info("past_v", f32, cache),
+        helper.make_tensor_value_info("cross_k", f32, cross),
+        helper.make_tensor_value_info("cross_v", f32, cross),
+    ]
+    vocab = g.state["src_embed.weight"].shape[0]
+    outputs = [
+        helper.make_tensor_value_info("logits", f32, ["N", vocab]),
+        helper.make_tensor_value_info("present_k", f32, [layers, "N", h, "T1", d_k]),
+        helper.make_tensor_value_info("present_v", f32, [layers, "N", h, "T1", d_k]),
+        helper.make_tensor_value_info("self_attn", f32, [layers, "N", h, 1, "T1"]),
+        helper.make_tensor_value_info("cross_attn", f32, [layers, "N", h, 1, "S"]),
+    ]
+    return inputs, outputs
+
+
+def export(out: str | Path, *, int8: bool = False, name: str = "multi30k") -> dict:
+    """Write ``encoder.onnx``, ``decoder.onnx``, ``weights.bin``, ``tokenizer.json`` and
+    ``translator.json`` (what the page needs to know) into ``out``; returns the latter."""
+    import onnx
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    state, cfg, tokenizer = _state(name)
+    store = _Store(int8)
+    enc, dec = _Graph(store, state), _Graph(store, state)
+    enc_io, dec_io = _encoder(enc, cfg), _decoder(dec, cfg)
+    places = store.write(out / "weights.bin")
+    for graph, io, file in ((enc, enc_io, "encoder.onnx"), (dec, dec_io, "decoder.onnx")):
+        model = graph.model(file.removesuffix(".onnx"), *io, places)
+        onnx.save(model, out / file)
+        onnx.checker.check_model(str(out / file))  # with its external data
+    from aiayn_helpers.pretrained import ROOT as PRETRAINED
+
+    (out / "tokenizer.json").write_bytes((PRETRAINED / name / "tokenizer.json").read_bytes())
+    files = (*FILES, "tokenizer.json")
+    info = {
+        "model": name,
+        "weights": "int8 per channel" if int8 else "float16",
+        "num_layers": cfg["num_layers"],
+        "num_heads": cfg["num_heads"],
+        "d_model": cfg["d_model"],
+        "vocab_size": int(state["src_embed.weight"].shape[0]),
+        "beam_size": cfg["beam_size"],
+        "length_penalty": cfg["length_penalty"],
+        "pad_id": 0,
+        "bos_id": tokenizer.token_to_id("<bos>"),
+        "eos_id": tokenizer.token_to_id("<eos>"),
+        "max_source_tokens": MAX_SOURCE_TOKENS,
+        "extra_tokens": 50,
+        "bytes": {f: (out / f).stat().st_size for f in files},
+        "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files},
+    }
+    (out / "translator.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    return info
+
+
+# -- running the files in Python -----------------------------------------------------
+def length_penalty_gnmt(length: int, alpha: float) -> float:
+    """``((5 + |Y|) / 6) ** alpha``, as :func:`aiayn_helpers.length_penalty_gnmt`."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    """Log-softmax over the last axis in float64 (``-inf`` entries stay ``-inf``)."""
+    top = x.max(axis=-1, keepdims=True)
+    return x - top - np.log(np.exp(x - top).sum(axis=-1, keepdims=True))
+
+
+class OnnxTranslator:
+    """The exported files in onnxruntime, one sentence at a time, one thread."""
+
+    def __init__(self, folder: str | Path, threads: int = 1):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        self.info = json.loads((folder / "translator.json").read_text(encoding="utf-8"))
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        providers = ["CPUExecutionProvider"]
+        self.encoder = ort.InferenceSession(str(folder / "encoder.onnx"), options, providers=providers)
+        self.decoder = ort.InferenceSession(str(folder / "decoder.onnx"), options, providers=providers)
+        i = self.info
+        self.shape = (i["num_layers"], i["num_heads"], i["d_model"] // i["num_heads"])
+        self.banned = np.zeros(i["vocab_size"])
+        self.banned[[i["pad_id"], i["bos_id"]]] = -np.inf
+
+    def source_ids(self, sentence: str) -> list[int]:
+        """BPE ids and ``<eos>``, as :func:`aiayn_helpers.translation.encode_sources`."""
+        return self.tokenizer.encode(sentence, add_special_tokens=False).ids + [self.info["eos_id"]]
+
+    def encode(self, ids: list[int]):
+        cross_k, cross_v, enc_attn = self.encoder.run(None, {"src": np.array([ids], dtype=np.int64)})
+        return cross_k, cross_v, enc_attn
+
+    def empty_cache(self, rows: int):
+        layers, heads, d_k = self.shape
+        empty = np.zeros((layers, rows, heads, 0, d_k), dtype=np.float32)
+        return empty, empty
+
+    def step(self, tokens, position, cache, cross):
+        logits, k, v, self_attn, cross_attn = self.decoder.run(
+            None,
+            {
+                "token": np.asarray(tokens, dtype=np.int64).reshape(-1, 1),
+                "position": np.array([position], dtype=np.int64),
+                "past_k": cache[0],
+                "past_v": cache[1],
+                "cross_k": cross[0],
+                "cross_v": cross[1],
+            },
+        )
+        return logits, (k, v), self_attn, cross_attn
+
+    def greedy(self, ids: list[int]) -> list[int]:
+        """:func:`aiayn_helpers.greedy_decode` for one sentence."""
+        bos, eos = self.info["bos_id"], self.info["eos_id"]
+        cross = self.encode(ids)[:2]
+        cache, out = self.empty_cache(1), [bos]
+        for step in range(1, len(ids) + self.info["extra_tokens"] + 1):
+            logits, cache, _, _ = self.step([out[-1]], step - 1, cache, cross)
+            scores = logits[0] + self.banned.astype(np.float32)  # float32, as greedy_decode
+            token = int(np.argmax(scores))
+            if token == eos:
+                break
+            out.append(token)
+        return out[1:]
+
+    def beam(self, ids: list[int], k: int, alpha: float) -> list[int]:
+        """:func:`aiayn_helpers.beam_search` for one sentence (``_beam_search``, n = 1)."""
+        bos, eos, vocab = self.info["bos_id"], self.info["eos_id"], self.info["vocab_size"]
+        limit = len(ids) + self.info["extra_tokens"]  # source length + 50
+        cross = self.encode(ids)[:2]
+        cache = self.empty_cache(k)
+        seqs = [[bos] for _ in range(k)]  # every beam's <bos> and tokens so far
+        scores = np.full(k, -np.inf)
+        scores[0] = 0.0  # only beam 0 is real at the start
+        fin = [(-np.inf, [])] * k  # the k best finished hypotheses, best first
+        for step in range(1, limit + 1):
+            logits, cache, _, _ = self.step([s[-1] for s in seqs], step - 1, cache, cross)
+            logp = _log_softmax(logits.astype(np.float64) + self.banned)  # (k, V)
+            cand = (scores[:, None] + logp).reshape(-1)  # (k * V,)
+            # the best 2k, best first (equal scores: the lower index first)
+            best = np.argpartition(-cand, 2 * k)[: 2 * k]
+            top_idx = best[np.lexsort((best, -cand[best]))]
+            top_scores = cand[top_idx]
+            top_tok, top_row = top_idx % vocab, top_idx // vocab
+            is_eos = top_tok == eos
+            penalty = length_penalty_gnmt(step, alpha)
+            # 1) finished hypotheses: the <eos> candidates ranked within the best k
+            new = [(top_scores[j] / penalty, seqs[top_row[j]][1:]) for j in range(k) if is_eos[j]]
+            # 2) the new beams: the best k candidates that do not end in <eos>
+            order = np.argsort(is_eos, kind="stable")[:k]
+            scores = top_scores[order]
+            parent = top_row[order]
+            seqs = [seqs[p] + [int(top_tok[j])] for p, j in zip(parent, order, strict=True)]
+            cache = (cache[0][:, parent], cache[1][:, parent])  # each inherits its parent's
+            # 3) at its limit the sentence finishes its open beams as they are
+            at_limit = step >= limit
+            if at_limit:
+                new += [(scores[j] / penalty, seqs[j][1:]) for j in range(k)]
+            # 4) keep the k best finished hypotheses (a stable sort: older first on ties)
+            fin = sorted(fin + new, key=lambda f: -f[0])[:k]
+            # 5) done at the limit, or when the best open beam can no longer win
+            worst = fin[k - 1][0]
+            if at_limit or (worst > -np.inf and scores[0] / penalty <= worst):
+                break
+        return fin[0][1]
+
+    def translate(self, sentence: str, beam_size: int | None = None, length_penalty: float | None = None) -> str:
+        k = self.info["beam_size"] if beam_size is None else beam_size
+        alpha = self.info["length_penalty"] if length_penalty is None else length_penalty
+        ids = self.source_ids(sentence)
+        out = self.greedy(ids) if k == 1 else self.beam(ids, k, alpha)
+        return self.tokenizer.decode(out, skip_special_tokens=True)
+
+    def attention(self, ids: list[int], output: list[int]) -> dict[str, np.ndarray]:
+        """Every attention map of the translation ``output`` of source ``ids``, run
+        again with the step model on its own tokens (teacher forcing, as
+        :func:`aiayn_helpers.explorer.attention_maps`): ``encoder`` ``(L, H, S, S)``,
+        ``decoder`` ``(L, H, T, T)`` and ``cross`` ``(L, H, T, S)``, ``T`` counting the
+        final ``<eos>``; a decoder row is zero beyond its step (the causal mask)."""
+        cross_k, cross_v, enc_attn = self.encode(ids)
+        tokens = [self.info["bos_id"], *output]
+        t = len(tokens)
+        layers, heads, _ = self.shape
+        dec = np.zeros((layers, heads, t, t), dtype=np.float32)
+        crs = np.zeros((layers, heads, t, len(ids)), dtype=np.float32)
+        cache = self.empty_cache(1)
+        for step, token in enumerate(tokens):
+            _, cache, self_attn, cross_attn = self.step([token], step, cache, (cross_k, cross_v))
+            dec[:, :, step, : step + 1] = self_attn[:, 0, :, 0]
+            crs[:, :, step] = cross_attn[:, 0, :, 0]
+        return {"encoder": enc_attn[:, 0], "decoder": dec, "cross": crs}
+
+
+# -- the command line ----------------------------------------------------------------
+def _check(folder: Path, n: int, bleu: bool) -> None:
+    """Tokens of the first ``n`` test2016 sentences against ah.translate; with ``bleu``
+    the sacreBLEU of the files on the whole split."""
+    import aiayn_helpers as ah
+    from aiayn_helpers.data import load_multi30k
+
+    pairs = load_multi30k("test2016")
+    runner = OnnxTranslator(folder)
+    sources = [de for de, _ in pairs]
+    if n:
+        model, tokenizer = ah.load_pretrained()
+        ours = [runner.translate(s) for s in sources[:n]]
+        same = sum(a == b for a, b in zip(ours, ah.translate(model, tokenizer, sources[:n]), strict=True))
+        print(f"{folder}: {same} of {n} translations equal ah.translate's")
+    if bleu:
+        from sacrebleu.metrics import BLEU
+
+        start = time.perf_counter()
+        ours = [runner.translate(s) for s in sources]
+        took = time.perf_counter() - start
+        score = BLEU().corpus_score(ours, [[en for _, en in pairs]])
+        print(f"{folder}: test2016 BLEU {score.score:.2f} ({len(sources)} sentences, {took:.0f} s, one thread)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="folder for the files")
+    parser.add_argument("--int8", action="store_true", help="int8 weights (per channel)")
+    parser.add_argument(
+        "--check", type=int, default=0, metavar="N", help="compare with ah.translate on the first N test2016 sentences"
+    )
+    parser.add_argument("--bleu", action="store_true", help="print the files' test2016 BLEU")
+    args = parser.parse_args(argv)
+    info = export(args.out, int8=args.int8)
+    print(f"{args.out}: " + ", ".join(f"{f} {b / 1e6:.2f} MB" for f, b in info["bytes"].items()))
+    if args.check or args.bleu:
+        _check(Path(args.out), args.check, args.bleu)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
