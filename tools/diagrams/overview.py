@@ -70,6 +70,10 @@ COMPACT = {
     **{f"{side}_norm{n}": "add & norm" for side in ("enc", "dec") for n in (1, 2, 3)},
 }
 EVERYTHING = {key for key, *_ in ENCODER + DECODER} | {"memory"}
+# chapter 10's BERT-style model: a linear layer and a softmax on the encoder's outputs,
+# predicting the masked tokens (the decoder's pair predicts GPT's next token); drawn in
+# a locator only when lit, and not a block of the paper's model
+ENCODER_HEAD = [("mlm_linear", "linear", EMBED, ""), ("mlm_softmax", "softmax", NORM, "")]
 ATTENTION = {"enc_attn", "dec_self", "dec_cross"}
 ENCODER_LAYER = {"enc_attn", "enc_norm1", "enc_ffn", "enc_norm2"}
 DECODER_LAYER = {k for k, *_ in DECODER[2:8]}
@@ -92,7 +96,7 @@ LOCATORS = {
     ),
     "09": (EVERYTHING, "Chapter 9: the whole model, measured"),
     "10": (
-        EVERYTHING - {"dec_cross", "dec_norm2", "memory"},
+        EVERYTHING - {"dec_cross", "dec_norm2", "memory"} | {"mlm_linear", "mlm_softmax"},
         "Chapter 10: what BERT and GPT kept",
     ),
     "A": (EVERYTHING, "Appendix A: every block, in NumPy"),
@@ -204,6 +208,12 @@ def transformer(lit: set[str], compact: bool, title: str):
     if not compact:
         small(ax, ce, y_route + 0.48, "memory", color=INK if on else FADED_INK)
         small(ax, ce, y_route + 0.22, f"(B, S, {D_MODEL})", color=NOTE)
+    two_heads = "mlm_softmax" in lit  # chapter 10: BERT's head on the encoder, GPT's
+    if two_heads:  # on the decoder, each model's own output
+        head, head_top = stack(ax, ce, enc_top + 0.44, ENCODER_HEAD, lit, compact, -1)
+        arrow(ax, (ce, enc_top + 0.12), (ce, enc_top + 0.44))
+        arrow(ax, (ce, head_top), (ce, head_top + 0.3))
+        small(ax, ce, head_top + 0.45, "masked tokens (BERT)")
     # the output: a linear layer and a softmax over the vocabulary
     y = dec_top + 0.12
     out, top = stack(ax, cd, y, DECODER[8:], lit, compact, +1)
@@ -216,7 +226,8 @@ def transformer(lit: set[str], compact: bool, title: str):
         vocab = f"V: the vocabulary, about {PAPER_VOCAB} in the paper"
         small(ax, cd - 0.6, top + 1.05, vocab, color=NOTE)
     else:
-        small(ax, cd, top + 0.45, "next token", color=ink)
+        label = "next token (GPT)" if two_heads else "next token"
+        small(ax, cd, top + 0.45, label, color=ink)
     if "loop" in lit:  # chapter 8: each chosen token goes back in as the next input
         x_loop = cd + w_dec / 2 + 0.55
         line(ax, [cd + 0.5, x_loop, x_loop], [top + 0.45, top + 0.45, 0.22], ls="--")
