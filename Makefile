@@ -19,13 +19,14 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book translator bench-browser test test-integration test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
+.PHONY: help setup data book translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
 	@echo "make test     lint + package tests + strict nbval over every notebook + site build"
 	@echo "make test-quick  the package tests only, without notebooks, site or slow tests (under 2 minutes)"
 	@echo "make test-integration  the sandboxed grading of whole classes and JupyterLab in a browser (CI)"
+	@echo "make test-exercises  every chapter again with its answer cells filled: right answers pass, typical wrong ones are named (CI)"
 	@echo "make test-portable  package tests (with the exercise test) + strict nbval again, on PyTorch's generic CPU kernels"
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
@@ -214,8 +215,8 @@ NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_san
 # notebooks at once. --dist loadfile keeps every cell of a notebook, in order, in one worker's kernel.
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadfile
-# The exercise test (every chapter again, with its answer cells filled) runs in test-portable,
-# which CI runs after this: the two together check everything, each within its time budget.
+# The exercise test (every chapter again, with its answer cells filled) is test-exercises, which
+# CI runs after this and test-integration: each within its time budget (ARCHITECTURE.md).
 test: lint book data
 	$(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not exercises and not integration" tests notebooks
 
@@ -227,6 +228,14 @@ test: lint book data
 test-integration: setup book data
 	$(BIN)/pytest $(PARALLEL) -p no:randomly -m integration tests
 
+# The exercise test (marker exercises): every chapter run again from its student edition with the
+# answer cells filled from the solutions (every check must say right, every unanswered stub say so),
+# then each typical wrong answer of the chapter's table must be named (tests/exercise_runs.py; the
+# tables by chapter group in tests/test_exercises_ch*.py, one file per xdist worker at a time).
+# CI runs it after test-integration; make test-portable runs it again on the generic kernels.
+test-exercises: setup data
+	$(BIN)/pytest $(PARALLEL) -p no:randomly -m exercises $(wildcard tests/test_exercises*.py)
+
 # The same package tests and notebooks on another kernel set: PyTorch's generic (non-SIMD) CPU code
 # and one thread, as on a reader's laptop that differs from the machine the outputs were stored on.
 # The site checks need the build of `make test`, so they are left to it, and so are the grading
@@ -234,7 +243,7 @@ test-integration: setup book data
 # kernels change; the assignments' hidden tests on the reference answers run in both) and the
 # JupyterLab browser tests (marker lab: rendering, not arithmetic).
 # The chapters that train or decode for minutes (1, 2 and 7 to 10): on the generic kernels they
-# run once, in the exercise test (tests/test_exercises.py runs every chapter with its answer cells
+# run once, in the exercise test (tests/test_exercises_ch*.py run every chapter with its answer cells
 # filled and fails on any cell that raises, every assert of the chapter included), not a second
 # time under nbval, to keep .ci/run's time down.
 PORTABLE_NBVAL_SKIP := 01_history_of_attention 02_scaled_dot_product_attention

@@ -68,8 +68,11 @@ SLOW_FILES = {
     "test_memory_budget.py",
     "test_student.py",
     "test_exercises.py",
-    "test_exercises_long.py",
-    "test_exercises_long_2.py",
+    "test_exercises_leaks.py",
+    "test_exercises_ch00_03.py",
+    "test_exercises_ch04_06_a.py",
+    "test_exercises_ch07_09.py",
+    "test_exercises_ch08_10.py",
 }
 SLOW_TESTS = {
     "test_tiny_trained_copy_model_decodes_exactly",  # trains a model for 15 s
@@ -142,8 +145,10 @@ HEAVY_FIRST = {
             "test_grading_hostile_two.py",
             "test_jupyterlab.py",
             "10_after_the_paper.ipynb",
-            "test_exercises_long.py",
-            "test_exercises_long_2.py",
+            "test_exercises_ch07_09.py",
+            "test_exercises_ch08_10.py",
+            "test_exercises_ch00_03.py",
+            "test_exercises_ch04_06_a.py",
             "test_exercises.py",
             "test_grading_term.py",
             "test_grading_moodle_term.py",
