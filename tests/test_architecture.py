@@ -127,19 +127,24 @@ PACKAGE = ("aiayn_helpers/*",)
 # The first rule whose files match a file governs it. ARCHITECTURE.md's table says the same.
 RULES = [
     Rule(
-        "the model (attention, positional, layers, model) imports only the model and the checks",
+        "the model (attention, positional, layers, model) imports only the model, _checks and utils",
         tuple(f"{m}.py" for m in MODEL),
         (*MODEL, "aiayn_helpers/_checks", "aiayn_helpers/utils"),
     ),
-    Rule("the package's command line", tuple(f"{m}.py" for m in COMMANDS), PACKAGE, ("aiayn_helpers/course",)),
     Rule(
-        "the course's machinery (exercises, answer keys, quizzes, reference, diagnoses)",
+        "the package's command line imports the package, not the course",
+        tuple(f"{m}.py" for m in COMMANDS),
+        PACKAGE,
+        ("aiayn_helpers/course",),
+    ),
+    Rule(
+        "the course (exercises, answer keys, quizzes, reference, diagnoses) imports the package, not its command line",
         ("aiayn_helpers/course/*",),
         PACKAGE,
         tuple(COMMANDS),
     ),
     Rule(
-        "the paper's paths around the model (config, data, training, decoding, ...)",
+        "the paths around the model (config, data, training, ...) import neither the course nor the command line",
         ("aiayn_helpers/*",),
         PACKAGE,
         ("aiayn_helpers/course", *COMMANDS),
@@ -149,24 +154,45 @@ RULES = [
         ("tools/grading/*", "tools/grade.py", "tools/collect.py"),
         ("tools/grading",),
     ),
-    Rule("shipping the model", ("tools/ship/*",), (*PACKAGE, "tools/ship"), ("aiayn_helpers/course",)),
-    Rule("measuring", ("tools/bench/*",), (*PACKAGE, "tools/bench", "tools/editions")),
     Rule(
-        "running and converting the chapters",
+        "tools/ship imports the package, not the course",
+        ("tools/ship/*",),
+        (*PACKAGE, "tools/ship"),
+        ("aiayn_helpers/course",),
+    ),
+    Rule(
+        "tools/bench imports the package, the course and tools/editions",
+        ("tools/bench/*",),
+        (*PACKAGE, "tools/bench", "tools/editions"),
+    ),
+    Rule(
+        "tools/chapters imports the package, the course, tools/editions and book/_ext",
         ("tools/chapters/*",),
         (*PACKAGE, "tools/chapters", "tools/editions", "book/_ext"),
     ),
     Rule(
-        "the editions",
+        "tools/editions imports the course, tools/diagrams, tools/grading and book/_ext, not the model",
         ("tools/editions/*",),
         ("aiayn_helpers/course", "tools/editions", "tools/diagrams", "tools/grading", "book/_ext"),
     ),
-    Rule("the diagrams", ("tools/diagrams/*",), (*PACKAGE, "tools/diagrams"), ("aiayn_helpers/course",)),
-    Rule("the slides", ("tools/slides/*",), ("tools/slides", "book/_ext")),
-    Rule("the book as a PDF", ("tools/pdf/*",), ("tools/pdf", "tools/editions", "book/_ext")),
-    Rule("the site's build extensions", ("book/_ext/*",), (*PACKAGE, "book/_ext"), ("aiayn_helpers/course",)),
-    Rule("the nbval hooks (the root's conftest.py)", ("conftest.py",), ("tools/chapters",)),
-    Rule("the tests", ("tests/*",), ("*",)),
+    Rule(
+        "tools/diagrams imports the package, not the course, and no other tool",
+        ("tools/diagrams/*",),
+        (*PACKAGE, "tools/diagrams"),
+        ("aiayn_helpers/course",),
+    ),
+    Rule("tools/slides imports book/_ext only", ("tools/slides/*",), ("tools/slides", "book/_ext")),
+    Rule(
+        "tools/pdf imports tools/editions and book/_ext", ("tools/pdf/*",), ("tools/pdf", "tools/editions", "book/_ext")
+    ),
+    Rule(
+        "book/_ext imports the package, not the course, and no tool",
+        ("book/_ext/*",),
+        (*PACKAGE, "book/_ext"),
+        ("aiayn_helpers/course",),
+    ),
+    Rule("the root's conftest.py (the nbval hooks) imports tools/chapters only", ("conftest.py",), ("tools/chapters",)),
+    Rule("the tests may import anything", ("tests/*",), ("*",)),
     Rule(
         "the chapters import the package and its course only (a reader on Colab has nothing else)",
         ("notebooks/*.ipynb",),
@@ -206,7 +232,7 @@ def breaks(relative: str, source: str, package: list[str]) -> list[str]:
         target = owner(module)
         if target is None or rule.allows(target) or target == f"{relative.removesuffix('.py')}":
             continue
-        found.append(f"{relative}:{line} imports {module} ({target}): the rule for {rule.name} does not allow it")
+        found.append(f"{relative}:{line} imports {module} ({target}), which this rule forbids: {rule.name}")
     return found
 
 
