@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
+.PHONY: help setup data book pdf translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -30,6 +30,8 @@ help:
 	@echo "make test-portable  package tests (with the exercise test) + strict nbval again, on PyTorch's generic CPU kernels"
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
+	@echo "make pdf      the book as a PDF: _build/pdf/aiayn-book.pdf, the instructor edition (builds the site first;"
+	@echo "              EDITION=student: the student edition's, _build/pdf/aiayn-book-student.pdf, from make student)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
 	@echo "make editions the branches the release publishes (student, instructor; plain Markdown) into _editions/"
 	@echo "make collect ZIP=downloads.zip A=assignment1  a course platform's zip of submissions into _grading/submitted/"
@@ -80,6 +82,20 @@ book: setup
 	$(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going
 	@$(MAKE) --no-print-directory translator
 	@test -f _build/html/index.html && echo "site: _build/html/index.html"
+
+# The book as a PDF (tools/pdf/build_pdf.py): the built site's pages in _toc.yml's order, one
+# file, printed by headless Chromium (131 or later: its own paged media, page numbers and the
+# chapter's title in the margins, bookmarks from the headings; no polyfill, no TeX, offline),
+# with a title page and a table of contents with page numbers. EDITION=student prints the
+# student edition's site (make student) instead. A JSON report beside the PDF says what
+# tests/test_pdf.py checks (make test-integration).
+EDITION ?= instructor
+pdf: $(if $(filter student,$(EDITION)),student,book)
+ifeq ($(EDITION),student)
+	$(BIN)/python tools/pdf/build_pdf.py --book _student --edition student --out _build/pdf/aiayn-book-student.pdf
+else
+	$(BIN)/python tools/pdf/build_pdf.py --edition instructor --out _build/pdf/aiayn-book.pdf
+endif
 
 # The in-browser translator (book/_static/translator/, on the landing page, chapter 8 and the
 # explorer): its runtime, onnxruntime-web, installed by npm ci from tools/ship/browser's lock file
