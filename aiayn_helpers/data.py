@@ -223,6 +223,12 @@ def load_multi30k(
 
 
 # -- vocabulary ------------------------------------------------------------------------
+# zero width space, non-joiner, joiner, word joiner, byte order mark, soft hyphen: the
+# tokenizer removes them (book/_static/translator/tokenizer.js reads the same pattern
+# from tokenizer.json)
+ZERO_WIDTH_CHARACTERS = "[\u200b-\u200d\u2060\ufeff\u00ad]"
+
+
 def train_bpe(
     texts: Iterable[str], vocab_size: int, min_frequency: int = 2
 ) -> Tokenizer:
@@ -231,9 +237,20 @@ def train_bpe(
     Returns a ``tokenizers.Tokenizer`` with ``<pad> <bos> <eos> <unk>`` at ids 0-3.
     Words are split on spaces (kept as the ``▁`` marker, as in SentencePiece) and
     punctuation, text is *not* lower-cased, and ``tokenizer.decode(ids)`` gives
-    back the original spacing, so BLEU is computed on real text.
+    back the original spacing, so BLEU is computed on real text. Text is first put in
+    Unicode's composed form (NFC: a decomposed "a" + combining diaeresis, as macOS
+    and some keyboards type it, becomes "ä") and the zero-width characters of
+    ``ZERO_WIDTH_CHARACTERS`` are removed, so that what looks like a known word is one.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        trainers,
+    )
 
     if (
         isinstance(vocab_size, bool)
@@ -244,6 +261,9 @@ def train_bpe(
             f"vocab_size must be an int > {len(SPECIAL_TOKENS)}, got {vocab_size!r}"
         )
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence(
+        [normalizers.NFC(), normalizers.Replace(Regex(ZERO_WIDTH_CHARACTERS), "")]
+    )
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always"),

@@ -115,9 +115,12 @@ def test_attention_equals_capture_attention(runner, shipped, sources, beam_ids):
     assert worst < 1e-4, worst
 
 
-def test_int8_weights_are_a_quarter_and_translate(tmp_path):
+def test_int8_weights_about_halve_the_file_and_translate(tmp_path):
+    """int8 only for the 2-D matrices (biases, LayerNorm and the positions' table stay):
+    from the float16 file, about half the bytes, not a quarter."""
     info = export_browser.export(tmp_path, int8=True)
     assert info["weights"] == "int8 per channel"
-    assert info["bytes"]["weights.bin"] < 0.55 * 2 * 7_577_600
+    float16_bytes = 2 * 7_577_600
+    assert 0.45 * float16_bytes < info["bytes"]["weights.bin"] < 0.55 * float16_bytes
     runner = export_browser.OnnxTranslator(tmp_path)
     assert runner.translate("Zwei Hunde spielen im Schnee.") == "Two dogs are playing in the snow."

@@ -252,6 +252,10 @@ def setup(app):
     from notebook_markdown import setup_source_read
 
     setup_source_read(app)
+    # the themes' pages made accessible, and the translator's file:// notice
+    from site_fixes import setup as setup_site_fixes
+
+    setup_site_fixes(app)
     app.connect("config-inited", _one_search_box)
     app.add_css_file("aiayn.css")
     app.add_directive("notebook-times", NotebookTimes)

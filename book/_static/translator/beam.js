@@ -42,7 +42,7 @@ export async function greedyDecode(runner, src, cfg, stopped = () => false) {
   const ys = [cfg.bos_id];
   const banned = bannedIds(cfg.vocab_size, [cfg.pad_id, cfg.bos_id]);
   for (let step = 1; step <= limit; step++) {
-    if (await stopped()) throw new Error("stopped");
+    if (await stopped(step)) throw new Error("stopped");
     const out = await runner.step([ys[ys.length - 1]], step - 1, cache, cross);
     cache = out.cache;
     // argmax of log_softmax(logits + banned) in float32 = argmax of logits + banned
@@ -73,7 +73,7 @@ export async function beamSearch(runner, src, cfg, k, alpha, stopped = () => fal
   let fin = Array.from({ length: k }, () => [-Infinity, []]); // k best finished, best first
   const banned = bannedIds(vocab, [cfg.pad_id, cfg.bos_id]);
   for (let step = 1; step <= limit; step++) {
-    if (await stopped()) throw new Error("stopped");
+    if (await stopped(step)) throw new Error("stopped");
     const out = await runner.step(seqs.map((s) => s[s.length - 1]), step - 1, cache, cross);
     // cand = scores[:, :, None] + logp, over k * V; the best 2k, sorted best first
     const top = []; // [score, index], at most 2k

@@ -8,15 +8,28 @@
 //   reorder(...)     beam search hands a beam's cache to its children (KVCache.reorder)
 // Runs inside the Web Worker (worker.js), never on the page's main thread.
 
+const nameOf = (url) => url.split("/").pop();
+
 const get = async (url, onBytes) => {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (err) {
+    throw new Error(`${nameOf(url)} could not be downloaded (${err.message})`);
+  }
+  if (!response.ok) throw new Error(`${nameOf(url)}: HTTP ${response.status}`);
   if (!onBytes || !response.body) return new Uint8Array(await response.arrayBuffer());
   const reader = response.body.getReader();
   const parts = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (err) {
+      throw new Error(`${nameOf(url)}: the download broke off after ${size} bytes (${err.message})`);
+    }
+    const { done, value } = chunk;
     if (done) break;
     parts.push(value);
     size += value.length;
@@ -31,24 +44,76 @@ const get = async (url, onBytes) => {
   return all;
 };
 
+// The browser's Cache Storage keeps the runtime and the model between visits, each
+// file under its address and version (the model's SHA-256 from translator.json, the
+// runtime's size and ETag or Last-Modified), so a second visit downloads nothing; a
+// file is stored only once it arrived whole (its size checked), and a newer version
+// replaces the older. Where Cache Storage is missing (an insecure origin) or full,
+// the files are simply downloaded.
+const CACHE = "aiayn-translator";
+async function fetchOnce(url, version, size, onBytes) {
+  let cache = null;
+  try {
+    cache = await caches.open(CACHE);
+  } catch {
+    cache = null;
+  }
+  const key = `${url}?v=${encodeURIComponent(version)}`;
+  if (cache) {
+    const hit = await cache.match(key).catch(() => null);
+    if (hit) {
+      const bytes = new Uint8Array(await hit.arrayBuffer());
+      if (!size || bytes.length === size) {
+        onBytes(bytes.length);
+        return { bytes, cached: true };
+      }
+    }
+  }
+  const bytes = await get(url, onBytes);
+  if (size && bytes.length !== size) {
+    throw new Error(`${nameOf(url)} arrived incomplete: ${bytes.length} of ${size} bytes`);
+  }
+  if (cache) {
+    try {
+      for (const old of await cache.keys()) if (old.url.split("?")[0] === url) await cache.delete(old);
+      await cache.put(key, new Response(bytes));
+    } catch {
+      // a full or refused cache: the next visit downloads again
+    }
+  }
+  return { bytes, cached: false };
+}
+
 export class Runner {
   // base: the folder of the model files; ortBase: the runtime's folder.
   // onProgress(loaded, total) in bytes.
   static async load(base, ortBase, onProgress = () => {}) {
+    const t0 = performance.now();
     const ort = await import(ortBase + "ort.wasm.min.mjs");
-    const info = await (await fetch(base + "translator.json")).json();
+    const infoResponse = await fetch(base + "translator.json", { cache: "no-cache" }).catch((err) => {
+      throw new Error(`translator.json could not be downloaded (${err.message})`);
+    });
+    if (!infoResponse.ok) throw new Error(`translator.json: HTTP ${infoResponse.status}`);
+    const info = await infoResponse.json();
     const wasmUrl = ortBase + "ort-wasm-simd-threaded.wasm";
-    const wasmSize = +((await fetch(wasmUrl, { method: "HEAD" })).headers.get("content-length") || 0);
+    const head = await fetch(wasmUrl, { method: "HEAD", cache: "no-cache" }).catch((err) => {
+      throw new Error(`the runtime could not be reached (${err.message})`);
+    });
+    const wasmSize = +(head.headers.get("content-length") || 0);
+    const wasmVersion = `${wasmSize}-${head.headers.get("etag") || head.headers.get("last-modified") || ""}`;
     const total = Object.values(info.bytes).reduce((a, b) => a + b, 0) + wasmSize;
     let loaded = 0;
     const tick = (n) => onProgress((loaded += n), total);
-    const [wasm, weights, encoder, decoder, tokenizer] = await Promise.all([
-      get(wasmUrl, tick),
-      get(base + "weights.bin", tick),
-      get(base + "encoder.onnx", tick),
-      get(base + "decoder.onnx", tick),
-      get(base + "tokenizer.json", tick),
+    const model = (f) => fetchOnce(base + f, info.sha256[f], info.bytes[f], tick);
+    const files = await Promise.all([
+      fetchOnce(wasmUrl, wasmVersion, wasmSize, tick),
+      model("weights.bin"),
+      model("encoder.onnx"),
+      model("decoder.onnx"),
+      model("tokenizer.json"),
     ]);
+    const [wasm, weights, encoder, decoder, tokenizer] = files.map((f) => f.bytes);
+    const t1 = performance.now();
     // one thread unless the page is cross-origin isolated (GitHub Pages is not)
     ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
     ort.env.wasm.wasmBinary = wasm.buffer;
@@ -60,6 +125,8 @@ export class Runner {
     runner.decoder = await ort.InferenceSession.create(decoder, options);
     runner.tokenizerJson = JSON.parse(new TextDecoder().decode(tokenizer));
     runner.threads = ort.env.wasm.numThreads;
+    runner.cached = files.every((f) => f.cached);
+    runner.timings = { files: (t1 - t0) / 1000, sessions: (performance.now() - t1) / 1000 };
     return runner;
   }
 

@@ -4,6 +4,9 @@
 // the whole test2016 source side, under node):
 //   1. the special tokens (<pad>, <bos>, <eos>, <unk>) typed as text are cut out first
 //      and become their own ids, as the library's "added tokens" are;
+//   1b. the file's normalizer on the rest: NFC (a decomposed "a" + U+0308 becomes "ä")
+//      and its Replace of the zero-width characters by nothing (aiayn_helpers.data's
+//      ZERO_WIDTH_CHARACTERS), read from the file, so both sides apply the same steps;
 //   2. Metaspace: every space becomes "▁", and "▁" is put before the text;
 //      the text is split before each "▁" (a word keeps its "▁");
 //   3. Punctuation, isolated: each punctuation character becomes a piece of its own;
@@ -40,6 +43,7 @@ export class Tokenizer {
     }
     this.specialIds = new Set(this.special.values());
     this.cache = new Map();
+    this.normalize = normalizer(json.normalizer);
   }
 
   // text -> ids (no <eos>: the runner appends it, as encode_sources does)
@@ -47,7 +51,7 @@ export class Tokenizer {
     const ids = [];
     for (const [segment, special] of this.splitSpecial(text)) {
       if (special) ids.push(this.special.get(segment));
-      else for (const piece of this.preTokenize(segment)) ids.push(...this.bpe(piece));
+      else for (const piece of this.preTokenize(this.normalize(segment))) ids.push(...this.bpe(piece));
     }
     return ids;
   }
@@ -141,4 +145,36 @@ export class Tokenizer {
   token(id) {
     return this.tokens[id];
   }
+
+  // {unknown, total}: the grapheme clusters of `text` (what a reader sees as one
+  // character: an emoji joined by U+200D is one) that are not spaces, and those of them
+  // the model cannot read (a character of it, normalised, is not in the vocabulary)
+  graphemes(text) {
+    const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+    let unknown = 0;
+    let total = 0;
+    for (const { segment } of segmenter.segment(text)) {
+      const chars = Array.from(this.normalize(segment)).filter((c) => !/\s/u.test(c));
+      if (!chars.length) continue;
+      total += 1;
+      if (chars.some((c) => !this.vocab.has(c))) unknown += 1;
+    }
+    return { unknown, total };
+  }
+}
+
+// the file's normalizer as a function of a string (the types the book's files use)
+function normalizer(spec) {
+  if (!spec) return (s) => s;
+  if (spec.type === "Sequence") {
+    const steps = spec.normalizers.map(normalizer);
+    return (s) => steps.reduce((t, f) => f(t), s);
+  }
+  if (spec.type === "NFC") return (s) => s.normalize("NFC");
+  if (spec.type === "Replace") {
+    const p = spec.pattern;
+    const re = p.Regex !== undefined ? new RegExp(p.Regex, "gu") : new RegExp(p.String.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gu");
+    return (s) => s.replace(re, spec.content);
+  }
+  throw new Error(`tokenizer.json: normalizer ${spec.type} is not supported here`);
 }

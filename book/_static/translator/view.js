@@ -2,53 +2,95 @@
 // out, computed in the reader's browser. Every element with class "aiayn-translator"
 // becomes a box (data-explorer: the explorer page's address, for the link to the
 // attention of the reader's sentence). Nothing here runs the model: worker.js does, in a
-// Web Worker, loaded on the first Translate (never on a plain page view). Everything the
-// reader types is shown with textContent, never inserted as HTML.
-const here = new URL(".", import.meta.url).href;
-const MAX_CHARACTERS = 2000;
+// Web Worker, loaded when the reader first clicks into a box or presses Translate
+// (never on a plain page view, never by a link). Everything the reader types is shown
+// with textContent, never inserted as HTML.
+//
+// One translation at a time on the page: while one loads or runs, Translate and
+// Ctrl+Enter say so instead of starting a second. Stop works in every phase: while the
+// model loads it ends the worker (the next press starts the download again from the
+// start), while a sentence is encoded or decoded it tells the worker, which stops at its
+// next step; either way the box says what it stopped. A failed or incomplete download
+// is reported and forgotten: the next press starts again from scratch.
+import { inputNotes, MAX_CHARACTERS } from "./notes.js";
 
+export { inputNotes, MAX_CHARACTERS };
+const here = new URL(".", import.meta.url).href;
+
+// -- the worker: one per page, started on demand, thrown away when loading fails ------
 let worker = null;
-let ready = null; // a promise, once loading started
-const waiting = new Map(); // translation id -> {resolve, reject}
-let progressListeners = [];
+let ready = null; // a promise, once loading started; null again after a failure or Stop
+let loading = null; // {loaded, total} while the model loads
+const waiting = new Map(); // translation id -> {resolve, reject, onPhase}
+const progressListeners = new Set();
 let nextId = 1;
 
+function forget(reason) {
+  if (worker) worker.terminate();
+  worker = null;
+  ready = null;
+  loading = null;
+  for (const w of waiting.values()) w.reject(reason);
+  waiting.clear();
+}
+
 function startWorker() {
-  worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  const mine = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  worker = mine;
+  loading = { loaded: 0, total: 0 };
+  const started = performance.now();
   ready = new Promise((resolve, reject) => {
-    worker.onmessage = (event) => {
+    mine.onmessage = (event) => {
+      if (worker !== mine) return; // a worker given up (Stop, failure) is not heard
       const m = event.data;
-      if (m.type === "progress") progressListeners.forEach((f) => f(m.loaded, m.total));
-      else if (m.type === "ready") resolve(m);
+      if (m.type === "progress") {
+        loading = { loaded: m.loaded, total: m.total };
+        progressListeners.forEach((f) => f(m.loaded, m.total));
+      } else if (m.type === "ready") {
+        loading = null;
+        resolve({ ...m, pageSeconds: (performance.now() - started) / 1000 });
+      } else if (m.type === "phase") waiting.get(m.id)?.onPhase?.(m);
       else if (m.type === "result") waiting.get(m.id)?.resolve(m);
       else if (m.type === "error") {
-        if (m.id === undefined) reject(new Error(m.message));
-        else waiting.get(m.id)?.reject(new Error(m.message));
+        if (m.id === undefined) {
+          const error = new Error(m.message);
+          forget(error);
+          reject(error);
+        } else waiting.get(m.id)?.reject(Object.assign(new Error(m.message), { stopped: m.stopped }));
       }
     };
-    worker.onerror = (event) => reject(new Error(event.message || "the translator's worker failed to start"));
+    mine.onerror = (event) => {
+      event.preventDefault?.();
+      if (worker !== mine) return;
+      const error = new Error(event.message || "the translator's worker failed to start");
+      forget(error);
+      reject(error);
+    };
   });
-  worker.postMessage({ type: "load" });
+  ready.catch(() => {}); // a failure is reported by whoever waits for it
+  mine.postMessage({ type: "load" });
   return ready;
 }
 
+const load = () => ready || startWorker();
+
 // One translation through the worker (loading it first if needed): the worker's result.
-async function ask(text, options = {}) {
-  if (!ready) startWorker();
-  await ready;
-  const message = nextId++;
+async function ask(text, options = {}, onPhase = null) {
+  await load();
+  const id = nextId++;
+  const sent = worker;
   try {
     return await new Promise((resolve, reject) => {
-      waiting.set(message, { resolve, reject });
-      worker.postMessage({ type: "translate", id: message, text, ...options });
+      waiting.set(id, { resolve, reject, onPhase });
+      sent.postMessage({ type: "translate", id, text, ...options });
     });
   } finally {
-    waiting.delete(message);
+    waiting.delete(id);
   }
 }
-// for tools/bench/bench_browser.py: load() (the worker's "ready": seconds, threads) and
-// translate(text, {greedy, beamSize})
-window.aiaynTranslator = { translate: ask, load: () => ready || startWorker() };
+// for tools/bench/bench_browser.py and the tests: load() (the worker's "ready":
+// seconds, threads, cached), translate(text, {greedy, beamSize, alpha, maxLength, trace})
+window.aiaynTranslator = { translate: ask, load, busy: () => busy !== null };
 
 function element(tag, attrs = {}, text = "") {
   const e = document.createElement(tag);
@@ -57,55 +99,74 @@ function element(tag, attrs = {}, text = "") {
   return e;
 }
 
-// a message about the input, or null: empty text, too long, markup, unusual characters
-export function inputNotes(text) {
-  const notes = [];
-  if (!text.trim()) return { error: "Type a German sentence first (the box is empty).", notes };
-  if (text.length > MAX_CHARACTERS) {
-    notes.push(`Your text had ${text.length} characters; only the first ${MAX_CHARACTERS} were read.`);
-    text = text.slice(0, MAX_CHARACTERS);
-  }
-  if (/<\/?[a-z!][^>]*>/i.test(text)) notes.push("Markup such as <script> is translated as plain text: nothing you type is run or inserted as HTML.");
-  if (/\p{Extended_Pictographic}/u.test(text)) notes.push("Emoji are not in the model's vocabulary: each becomes <unk>.");
-  return { error: null, notes, text };
-}
+const MB = (bytes) => (bytes / 1e6).toFixed(1);
+let busy = null; // the box translating now: one translation at a time on the page
 
 function box(root, index) {
   const id = `aiayn-tr-${index}`;
   root.replaceChildren();
   root.classList.add("tr-box");
   const label = element("label", { for: id }, "A German sentence to translate");
-  const input = element("textarea", { id, rows: "2", lang: "de", spellcheck: "false",
-    placeholder: "Zwei Hunde spielen im Schnee." });
+  const hint = element("p", { class: "tr-hint", id: id + "-hint" },
+    "Ctrl+Enter (⌘+Enter on a Mac) translates from the box. The model (about 11 MB) is fetched from this site when you first click into the box.");
+  const input = element("textarea", { id, rows: "2", lang: "de", dir: "auto", spellcheck: "false",
+    placeholder: "Zwei Hunde spielen im Schnee.", "aria-describedby": id + "-hint" });
   const translate = element("button", { type: "button", class: "tr-translate" }, "Translate");
-  const stop = element("button", { type: "button", class: "tr-stop", disabled: "" }, "Stop");
+  const stop = element("button", { type: "button", class: "tr-stop", "aria-disabled": "true" }, "Stop");
   const greedy = element("input", { type: "checkbox", id: id + "-greedy" });
   const greedyLabel = element("label", { for: id + "-greedy", class: "tr-greedy" });
   greedyLabel.append(greedy, " greedy (beam of 1)");
   const buttons = element("div", { class: "tr-buttons" });
   buttons.append(translate, stop, greedyLabel);
   const progress = element("progress", { max: "1", value: "0", hidden: "", "aria-label": "Loading the model" });
-  const status = element("p", { class: "tr-status", role: "status", "aria-live": "polite" });
-  const output = element("p", { class: "tr-output", lang: "en", hidden: "" });
-  const english = element("span", { class: "tr-english" });
+  const progressText = element("p", { class: "tr-progress", hidden: "" });
+  // the live region: what happened (status), the English and its notes, announced
+  // together when a translation arrives
+  const live = element("div", { class: "tr-live", "aria-live": "polite", "aria-atomic": "true" });
+  const status = element("p", { class: "tr-status" });
+  const output = element("p", { class: "tr-output", hidden: "" });
+  const english = element("span", { class: "tr-english", lang: "en", dir: "auto" });
   output.append(element("strong", {}, "English: "), english);
   const notes = element("ul", { class: "tr-notes" });
+  live.append(status, output, notes);
   const link = element("p", { class: "tr-link", hidden: "" });
-  root.append(label, input, buttons, progress, status, output, notes, link);
+  root.append(label, hint, input, buttons, progress, progressText, live, link);
 
   const say = (text) => { status.textContent = text; };
   const setNotes = (list) => notes.replaceChildren(...list.map((n) => element("li", {}, n)));
+  const setRunning = (on) => {
+    translate.setAttribute("aria-disabled", on ? "true" : "false");
+    stop.setAttribute("aria-disabled", on ? "false" : "true");
+    root.dataset.state = on ? "running" : "idle";
+  };
+  setRunning(false);
 
   // without the model files (a site built without Node.js) the box says how to build it
   // (built.json: the build's note, {"model": true} once make book copied the model in)
+  let unavailable = null;
   fetch(here + "built.json").then((r) => r.json()).then((built) => {
     if (built.model) return;
-    translate.disabled = true;
+    unavailable = built.how;
+    translate.setAttribute("aria-disabled", "true");
     say(built.how);
   }).catch(() => {});
 
-  let current = null;
+  const showProgress = (loaded, total) => {
+    progress.value = total ? Math.min(1, loaded / total) : 0;
+    progressText.textContent = `Loading the model and its runtime: ${MB(loaded)} of ${MB(total)} MB`;
+  };
+  // the reader's click into the box starts the download (and the runtime's compilation)
+  input.addEventListener("focus", () => { if (!unavailable && !ready) load(); }, { once: true });
+
+  let current = null; // {phase, step, limit, stopped} of this box's translation
   async function run() {
+    if (unavailable) return say(unavailable);
+    if (busy) {
+      say(busy === root
+        ? "A translation is already running: wait for it, or press Stop."
+        : "Another box on this page is translating: wait for it, or press its Stop.");
+      return;
+    }
     const checked = inputNotes(input.value);
     setNotes([]);
     if (checked.error) {
@@ -113,25 +174,27 @@ function box(root, index) {
       input.focus();
       return;
     }
-    translate.disabled = true;
-    stop.disabled = false;
+    busy = root;
+    const mine = { phase: "loading", step: 0, limit: 0, stopped: false };
+    current = mine;
+    setRunning(true);
     output.hidden = true;
     link.hidden = true;
+    delete root.dataset.english;
     try {
-      if (!ready) {
+      if (!ready || loading) {
         progress.hidden = false;
+        progressText.hidden = false;
         say("Loading the model and its runtime (once per visit)...");
-        progressListeners.push((loaded, total) => {
-          progress.value = total ? Math.min(1, loaded / total) : 0;
-          say(`Loading the model and its runtime: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`);
-        });
-        startWorker();
+        progressListeners.add(showProgress);
+        if (loading) showProgress(loading.loaded, loading.total);
+        await load();
       }
-      await ready;
-      progress.hidden = true;
+      if (mine.stopped) return;
+      mine.phase = "encoding";
       say(greedy.checked ? "Translating (greedy)..." : "Translating (beam search)...");
-      current = true;
-      const result = await ask(checked.text, { greedy: greedy.checked });
+      const result = await ask(checked.text, { greedy: greedy.checked }, (m) => Object.assign(mine, m));
+      if (mine.stopped) return;
       english.textContent = result.english;
       output.hidden = false;
       setNotes([...checked.notes, ...result.notes]);
@@ -149,19 +212,28 @@ function box(root, index) {
         link.hidden = false;
       }
     } catch (err) {
-      progress.hidden = true;
-      if (String(err.message) === "stopped") say("Stopped. Type another sentence or press Translate again.");
-      else {
-        say("The translator failed: " + err.message);
-        ready = ready && err.message.includes("worker") ? null : ready;
-      }
+      if (mine.stopped) return; // Stop already said what it stopped
+      const message = String(err && err.message ? err.message : err);
+      say(`The translator failed: ${message}. Press Translate to try again (it starts from the beginning).`);
     } finally {
-      translate.disabled = false;
-      stop.disabled = true;
-      current = null;
+      progressListeners.delete(showProgress);
+      progress.hidden = true;
+      progressText.hidden = true;
+      if (current === mine) current = null;
+      if (busy === root) busy = null;
+      setRunning(false);
+      // focus stays where the reader is: on the button they pressed, or the box
+      if (document.activeElement === document.body || document.activeElement === null) input.focus();
     }
   }
-  translate.addEventListener("click", run);
+  translate.addEventListener("click", () => {
+    if (translate.getAttribute("aria-disabled") === "true") {
+      if (busy) say("A translation is already running: wait for it, or press Stop.");
+      else if (unavailable) say(unavailable);
+      return;
+    }
+    run();
+  });
   input.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -169,11 +241,40 @@ function box(root, index) {
     }
   });
   stop.addEventListener("click", () => {
-    if (!worker || current === null) return;
-    worker.postMessage({ type: "stop" });
-    say("Stopping...");
+    const mine = current;
+    if (!mine || mine.stopped) return;
+    mine.stopped = true;
+    if (mine.phase === "loading") {
+      const got = loading ? ` (${MB(loading.loaded)} of ${MB(loading.total)} MB had arrived)` : "";
+      forget(new Error("stopped"));
+      say(`Stopped loading the model${got}. Press Translate to start again; the download starts from the beginning.`);
+    } else {
+      worker?.postMessage({ type: "stop" });
+      const where = mine.phase === "decoding"
+        ? `decoding, at step ${mine.step} of at most ${mine.limit}`
+        : mine.phase === "maps" ? "computing the attention maps" : "encoding the sentence";
+      say(`Stopped while ${where}: nothing was translated. Type another sentence or press Translate again.`);
+    }
+    progressListeners.delete(showProgress);
+    progress.hidden = true;
+    progressText.hidden = true;
+    current = null;
+    if (busy === root) busy = null;
+    setRunning(false);
   });
-  return { input, run };
+  return { input, run, say };
+}
+
+// "#translate=..." (the link from another page's box): the sentence is put in the box,
+// and nothing starts until the reader presses Translate
+export function sentenceFromHash(hash) {
+  const match = /^#translate=(.*)$/s.exec(hash || "");
+  if (!match) return null;
+  try {
+    return decodeURIComponent(match[1]).slice(0, MAX_CHARACTERS);
+  } catch {
+    return { error: "The link's sentence could not be read (it is not valid percent-encoded text)." };
+  }
 }
 
 function start() {
@@ -181,10 +282,12 @@ function start() {
     document.head.appendChild(element("link", { rel: "stylesheet", href: here + "translator.css" }));
   }
   const boxes = [...document.querySelectorAll(".aiayn-translator")].map(box);
-  const match = location.hash.match(/^#translate=(.*)$/);
-  if (match && boxes.length) {
-    boxes[0].input.value = decodeURIComponent(match[1]);
-    boxes[0].run(); // the reader followed a link that asked for this sentence's attention
+  const linked = sentenceFromHash(location.hash);
+  if (linked !== null && boxes.length) {
+    if (typeof linked === "string") {
+      boxes[0].input.value = linked;
+      boxes[0].say("The link put this sentence in the box: press Translate to translate it and see its attention.");
+    } else boxes[0].say(linked.error);
   }
 }
 

@@ -1,15 +1,19 @@
 // The translator's Web Worker: loads the model when the page asks, then translates,
 // off the page's main thread (a long sentence never freezes the page). Messages in:
 //   {type: "load"}                             load the runtime and the model
-//   {type: "translate", id, text, greedy, beamSize}  translate one sentence (beamSize:
-//                                              the model's own unless given)
-//   {type: "stop"}                             stop the translation under way
+//   {type: "translate", id, text, greedy, beamSize, alpha}  translate one sentence
+//                                              (beamSize, alpha: the model's own unless
+//                                              given)
+//   {type: "stop"}                             stop the translation under way (at its
+//                                              next phase or decoding step)
 // Messages out: {type: "progress", loaded, total}, {type: "ready", info, threads,
-// seconds}, {type: "result", id, english, notes, record, seconds}, {type: "error", id,
-// message}.
+// seconds, cached}, {type: "phase", id, phase, step, limit} (phase: "encoding",
+// "decoding", "maps"), {type: "result", id, english, notes, record, seconds},
+// {type: "error", id, message, stopped}.
 import { Tokenizer } from "./tokenizer.js";
 import { Runner } from "./runner.js";
 import { beamSearch, greedyDecode } from "./beam.js";
+import { domainNote } from "./notes.js";
 
 const here = new URL(".", import.meta.url).href;
 let runner = null;
@@ -22,39 +26,59 @@ const channel = new MessageChannel();
 const pending = [];
 channel.port1.onmessage = () => pending.shift()();
 const yieldToMessages = () => new Promise((resolve) => { pending.push(resolve); channel.port2.postMessage(0); });
-const stopped = async () => {
-  await yieldToMessages();
-  return stop;
-};
 
 async function load() {
   const start = performance.now();
   runner = await Runner.load(here + "model/", here + "ort/", (loaded, total) =>
     postMessage({ type: "progress", loaded, total }));
   tokenizer = new Tokenizer(runner.tokenizerJson);
-  postMessage({ type: "ready", info: runner.info, threads: runner.threads, seconds: (performance.now() - start) / 1000 });
+  postMessage({ type: "ready", info: runner.info, threads: runner.threads, cached: runner.cached,
+    seconds: (performance.now() - start) / 1000, timings: runner.timings });
 }
 
-async function translate({ id, text, greedy, beamSize }) {
+class Stopped extends Error {
+  constructor(phase) {
+    super("stopped");
+    this.phase = phase;
+  }
+}
+
+async function translate({ id, text, greedy, beamSize, alpha }) {
   const start = performance.now();
   const info = runner.info;
+  stop = false;
+  const phase = async (name, step = 0, limit = 0) => {
+    postMessage({ type: "phase", id, phase: name, step, limit });
+    await yieldToMessages();
+    if (stop) throw new Stopped(name);
+  };
   const notes = [];
   let ids = tokenizer.encode(text);
-  const unknown = ids.filter((i) => i === tokenizer.unk).length;
+  const { unknown, total } = tokenizer.graphemes(text);
   if (unknown) notes.push(`${unknown} character(s) the model never saw in training (emoji, other alphabets) became <unk>.`);
-  if (unknown * 2 > ids.length) notes.push("Most of this text is unknown to the model: it learned German image captions only.");
+  if (unknown * 2 > total) notes.push("Most of this text is unknown to the model: it learned German image captions only.");
+  else {
+    const note = domainNote(ids.map((i) => tokenizer.token(i)));
+    if (note) notes.push(note);
+  }
   const most = info.max_source_tokens - 1; // with <eos>
   if (ids.length > most) {
     ids = ids.slice(0, most);
     notes.push(`Only the first ${most} tokens were translated: the model's limit (it was trained on one-sentence captions).`);
   }
   const src = [...ids, info.eos_id];
-  stop = false;
-  const output = greedy
+  await phase("encoding");
+  const limit = src.length + info.extra_tokens;
+  const stopped = async (step) => {
+    await phase("decoding", step, limit);
+    return false;
+  };
+  const output = greedy || beamSize === 1
     ? await greedyDecode(runner, src, info, stopped)
-    : await beamSearch(runner, src, info, beamSize || info.beam_size, info.length_penalty, stopped);
+    : await beamSearch(runner, src, info, beamSize || info.beam_size, alpha ?? info.length_penalty, stopped);
   const seconds = (performance.now() - start) / 1000; // tokenizing and decoding
   const english = tokenizer.decode(output);
+  await phase("maps");
   const maps = await runner.attention(src, output);
   const withMaps = (performance.now() - start) / 1000;
   const record = {
@@ -80,7 +104,8 @@ onmessage = (event) => {
       if (message.type === "load") await load();
       else if (message.type === "translate") await translate(message);
     } catch (err) {
-      postMessage({ type: "error", id: message.id, message: String(err && err.message ? err.message : err) });
+      postMessage({ type: "error", id: message.id, stopped: err instanceof Stopped ? err.phase : undefined,
+        message: String(err && err.message ? err.message : err) });
     }
   });
 };
