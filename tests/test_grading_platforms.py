@@ -213,8 +213,10 @@ def _exported(tmp_path, monkeypatch, decisions: str) -> tuple[Path, list[str]]:
             for sid, raw in book
         ],
     )
-    # the grader could not grade pd-x: its report says so
-    (course / "reports" / A / "pd-x.txt").write_text("NOT GRADED: nbgrader could not grade it\n")
+    # the grader could not grade pd-x: its report says so, and its verdict's field
+    from grading.repair import note
+
+    note(course, A, "pd-x", "NOT GRADED: nbgrader could not grade it")
     path = tmp_path / "decisions.toml"
     path.write_text(decisions)
     done = export.export(course, None, path, tmp_path / "none.toml")

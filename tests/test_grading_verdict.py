@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-from grading import verdict  # noqa: E402
+from grading import kernel, verdict  # noqa: E402
 
 torch = pytest.importorskip("torch")
 SOURCE = ROOT / "book" / "autograder" / "source"
@@ -42,41 +42,36 @@ def test_every_graded_cell_is_judged_outside_the_kernel(name):
     graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("points")]
     judges = verdict.load_judges(nb)
     assert sorted(judges) == sorted(graded)
-    sent = verdict.kernel_copy(nb, judges)
-    kernel = verdict.KERNEL.replace("_AIAYN_PACKAGE", repr(verdict.package_folder())).strip()
-    assert sum(kernel in c.source for c in sent.cells) == 1
-    for cell in sent.cells:  # a judged cell runs its hidden half only
-        if cell.metadata.get("nbgrader", {}).get("grade_id") in judges:
-            assert cell.source.startswith("### BEGIN HIDDEN TESTS"), cell.source[:80]
-    for cell in sent.cells:  # every cell with hidden code runs without history
-        hidden = bool(verdict.HIDDEN.search(cell.source)) and cell.cell_type == "code"
-        assert bool(cell.metadata.get(verdict.HIDDEN_FLAG)) == hidden, cell.source[:80]
-        if hidden:
-            assert "_aiayn_forget()" in cell.source
+    sent = kernel.kernel_copy(nb, judges, kernel.course_plan(nb))
+    setup = sent.cells[0]
+    assert setup.get("id") == kernel.SETUP_ID and setup.metadata.get(kernel.HIDDEN_FLAG)
+    assert len(sent.cells) == len(nb.cells) + 1
+    for cell in sent.cells[1:]:  # a judged cell is one line: no hidden source reaches the kernel
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in judges:
+            assert cell.source == kernel.STUB.format(key=gid), cell.source[:80]
+        hidden = cell.cell_type == "code" and bool(verdict.HIDDEN.search(nb.cells[sent.cells.index(cell) - 1].source))
+        assert bool(cell.metadata.get(kernel.HIDDEN_FLAG)) == hidden, cell.source[:80]
+    for cell in sent.cells:  # no line of a hidden test, as source, anywhere; the answer
+        if cell.metadata.get("nbgrader", {}).get("solution"):  # cells are the submission's
+            continue
+        assert "BEGIN HIDDEN TESTS" not in cell.source and "def _judge" not in cell.source
+        assert "_collect" not in cell.source and "_own_work" not in cell.source
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_a_later_parts_tests_get_the_reference_of_an_earlier_missing_part(name):
+def test_parts_and_answer_names_come_from_the_course(name):
     nb = _read(name)
-    judges, references = verdict.load_judges(nb), verdict.load_references(nb)
-    answers = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
-    assert sorted(references) == sorted(answers) and len(answers) >= 2
-    sent = verdict.kernel_copy(nb, judges, references)
-    met = []
-    for cell in sent.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in references:
-            met.append(gid)
-        elif gid in judges:  # the references of the parts before this test's own
-            for earlier in answers:
-                names, code = references[earlier]
-                assert (repr(code) in cell.source) == (earlier in met[:-1]), (gid, earlier)
-    # run in a namespace: a missing earlier answer is put in for the cell and taken out
-    first = references[answers[0]]
-    block = verdict.REFERENCE.format(names=list(first[0]), code=f"def {first[0][0]}(): return 'reference'\n")
-    namespace = {"_aiayn_missing": []}
-    exec(block + verdict.UNREFERENCE.replace("for _aiayn_name", "seen = dict(globals())\nfor _aiayn_name"), namespace)
-    assert namespace["seen"][first[0][0]]() == "reference" and first[0][0] not in namespace
+    plan = kernel.course_plan(nb)
+    answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert len(answers) >= 2
+    for cell in answers:  # the names the answers define, and only those, reach the notebook
+        first = re.search(r"^(?:def|class) (\w+)", cell.source, re.M)[1]
+        assert first in plan["answers"], (first, plan["answers"])
+    assert not any(n.startswith("_") for n in plan["answers"])
+    assert plan["helpers"] == ["grader_helpers"]
+    with pytest.raises(ValueError, match="expected the course's source notebook"):
+        kernel.course_plan([])
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -103,7 +98,6 @@ def test_the_scan_names_what_a_hostile_answer_uses():
         "m = __import__('sys').modules": "sys.modules",
         "importlib.import_module('aiayn_' + 'helpers')": "importlib",
         "f = getattr(F, 'scaled_dot_' + 'product_attention')": "getattr with a computed name",
-        "_check_own_work = print": "the grader's hidden names assigned (_check_own_work)",
         "exec(base64.b64decode(s))": "exec",
         "import ctypes": "import ctypes",
     }

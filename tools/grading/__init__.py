@@ -9,6 +9,8 @@ sandbox   the bubblewrap sandbox a submission's code runs in: running it, report
 bwrap     its command line, environment and the checks that one can start;
 limits    its limits: a uid and a cgroup of its own, sizes
 budget    the total grading time of one student's submission
+kernel    the copy a submission's kernel runs: the hidden tests as code objects, in a
+          namespace of the grader's that no name of the student reaches
 verdict   each hidden test judged in the grader's process, from data the sandbox sends
 outputs   the outputs a sandbox sends back, merged into the grader's copy
 autograde nbgrader's autograde with the execution in the sandbox; feedback

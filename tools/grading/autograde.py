@@ -38,12 +38,12 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Integer, List, Unicode
 
-from . import budget, verdict
+from . import budget, kernel, verdict
 from .decisions import LatePolicy
 from .feedback import image_metadata, safe_markdown2html
 from .gradebook import use_this_python
 from .outputs import _clean_output, merge_outputs, not_executed  # noqa: F401
-from .repair import RecoverCells, RestoreCells, _course_of, note
+from .repair import RecoverCells, RestoreCells, _course_of, note, one_line, update_verdict
 from .sandbox import (
     PASSED_ENV,
     SandboxFailed,
@@ -78,9 +78,9 @@ class SandboxedExecute(Execute):
     timeout.tag(config=True)
 
     def preprocess(self, nb, resources, retry=None):
-        judges, hidden, references = self._judges(resources)
+        judges, hidden, plan = self._judges(resources)
         seed = verdict.new_seed()
-        sent = verdict.kernel_copy(nb, judges, references)
+        sent = kernel.kernel_copy(nb, judges, plan) if plan else nbformat.from_dict(nb)
         if not self.sandbox:
             self.log.warning("Executing WITHOUT a sandbox (--unsandboxed)")
             os.environ[verdict.SEED_ENV] = str(seed)
@@ -88,7 +88,8 @@ class SandboxedExecute(Execute):
                 ran, resources = super().preprocess(sent, resources)
             finally:
                 del os.environ[verdict.SEED_ENV]
-            for cell, done in zip(nb.cells, ran.cells):
+            ran_cells = ran.cells[1:] if plan else ran.cells  # the setup cell first
+            for cell, done in zip(nb.cells, ran_cells):
                 if cell.cell_type == "code":
                     cell.outputs = done.outputs
                     cell.execution_count = done.execution_count
@@ -101,16 +102,21 @@ class SandboxedExecute(Execute):
                 self._note(resources, why)
                 raise
         found: list[str] = []  # objects of the book's package in the kernel
-        verdicts = verdict.judge_notebook(nb, judges, seed, found)
+        stood: dict[str, list] = {}  # the course's answers that stood in for missing ones
+        verdicts = verdict.judge_notebook(nb, judges, seed, found, stood)
         self._report(nb, resources, verdicts, reason, hidden)
         if found:
             objects = ", ".join(found[:10])
             self._note(resources, f"the book's package in the kernel: {objects}")
+        for gid, names in stood.items():
+            what = ", ".join(names)
+            self._note(resources, f"cell {gid}: the course's {what} stood in for the student's (missing)")
+        record_verdicts(resources, judges, verdicts, reason)
         return nb, resources
 
     def _judges(self, resources) -> tuple[dict, set[str], dict]:
-        """The judges and the reference answers of the course's source notebook
-        (never the submission's)."""
+        """The judges, the hidden names and the plan of the kernel copy (kernel.py), from
+        the course's source notebook (never the submission's)."""
         course, ids = _course_of(resources), resources.get("nbgrader") or {}
         if course is None or not ids.get("assignment") or not ids.get("notebook"):
             return {}, set(), {}
@@ -120,7 +126,7 @@ class SandboxedExecute(Execute):
             return {}, set(), {}
         source = nbformat.read(path, as_version=4)
         judges, hidden = verdict.load_judges(source), verdict.hidden_names(source)
-        return judges, hidden, verdict.load_references(source)
+        return judges, hidden, kernel.course_plan(source)
 
     def _report(self, nb, resources, verdicts, reason: str, hidden: set[str]) -> None:
         """What the instructor should know: why the sandbox stopped, and the constructs
@@ -192,12 +198,32 @@ class SandboxedExecute(Execute):
             env=env,
             deadline_reason=why,
         )
+        setup = kernel.setup_failure(frames)
+        if setup:  # the grader's own cell failed: the machine's doing, not the student's
+            raise SandboxFailed(f"the grader's setup cell failed in the sandbox ({setup})")
+        frames = kernel.unshift(sent, frames)
         budget.record(key, name, time.monotonic() - start, len(frames), cells)
         if why and reason.startswith(why):
             self._note(resources, budget.stopped(key, self.student_timeout))
         if reason:
             self.log.warning("%s; sandbox log:\n%s", reason, plain(log[-3000:]))
         return merge_outputs(nb, frames, reason or "this cell did not run"), reason
+
+
+def record_verdicts(resources, judges, verdicts: dict, reason: str) -> None:
+    """The student's structured verdict (repair.verdict_path): per test cell its status
+    (passed, failed, not run) and reason, and why the sandbox stopped; one line each."""
+    course, ids = _course_of(resources), resources.get("nbgrader") or {}
+    if course is None or not ids.get("student") or not ids.get("assignment"):
+        return
+    tests = {}
+    for gid, (name, _) in judges.items():
+        why = verdicts.get(gid, f"{name}: no such test cell")
+        ran = not (why or "").startswith(f"{name}: its hidden tests did not run")
+        status = "passed" if why is None else ("failed" if ran else "not run")
+        tests[str(gid)] = {"status": status, "reason": one_line(why or "")[:500]}
+    fields = {"tests": tests, "sandbox": one_line(reason or "")[:500]}
+    update_verdict(course, ids["assignment"], ids["student"], **fields)
 
 
 HIDDEN_NOTE = "# (hidden tests: not shown)\n"

@@ -65,7 +65,7 @@ from .feedback import number, stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
 from .limits import SCOPED, memory_scope, systemd_scope
-from .repair import NOTES, note, prepare_submissions
+from .repair import NOTES, forget, not_graded_reasons, note, prepare_submissions
 from .roster import display, printable, read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
 
@@ -116,7 +116,7 @@ def stale_submissions(
             stale.append(student)
             for stage in ("autograded", "feedback"):
                 shutil.rmtree(course / stage / student / assignment, ignore_errors=True)
-            (course / NOTES / assignment / f"{student}.txt").unlink(missing_ok=True)
+            forget(course, assignment, student)
     return stale, digests
 
 
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = course / "autograded" / student / args.assignment
             if any(folder.glob("*.ipynb")):
                 graded[student] = digest
-            elif student in stale and "NOT GRADED" not in "".join(notes[student]):
+            elif student in stale and not not_graded_reasons(course, args.assignment, student):
                 why = f"nbgrader could not grade it ({where})"
                 note(course, args.assignment, student, f"NOT GRADED: {why}")
         graded = {k: v for k, v in graded.items() if k in digests}
@@ -382,7 +382,7 @@ def report(
     roster = read_roster(course)
     for path in sorted(folder.glob("*.txt")):
         texts = path.read_text(encoding="utf-8").splitlines()
-        if any(t.startswith("NOT GRADED") for t in texts):
+        if not_graded_reasons(course, assignment, path.stem):  # the grader's field
             failed.append(path.stem)
         known = roster.get(path.stem)
         who = f"{path.stem} ({known.name})" if known and known.name else path.stem
@@ -547,7 +547,7 @@ def remove_student(course: Path, assignment: str, student: str, decisions: Path 
         return 2
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
-    report_file.unlink(missing_ok=True)
+    forget(course, assignment, student)
     state_path = course / NOTES / assignment / "graded.json"
     if state_path.is_file():
         state = json.loads(state_path.read_text())

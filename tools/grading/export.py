@@ -237,17 +237,17 @@ def _who(sid: str, student: Student) -> str:
 
 
 def _not_graded(course: Path) -> dict[tuple[str, str], str]:
-    """{(assignment, student): why}: the students whose report says NOT GRADED
-    (reports/<assignment>/<student>.txt); a refused folder is no student."""
+    """{(assignment, student): why}: the students the grader could not grade (the
+    ``not_graded`` field of reports/<assignment>/verdicts/<student>.json, which only
+    the grader's code sets); a refused folder is no student."""
     from .folders import REFUSED_PREFIX
-    from .repair import NOTES
+    from .repair import NOTES, not_graded_reasons
 
     found = {}
     for path in sorted((course / NOTES).glob("*/*.txt")):
         if path.stem.startswith(REFUSED_PREFIX):
             continue
-        lines = path.read_text(encoding="utf-8").splitlines()
-        why = [t.removeprefix("NOT GRADED:").strip() for t in lines if t.startswith("NOT GRADED")]
+        why = not_graded_reasons(course, path.parent.name, path.stem)  # the grader's field
         if why:
             found[(path.parent.name, path.stem)] = "; ".join(why)
     return found

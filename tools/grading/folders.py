@@ -21,7 +21,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from .repair import NOTES, note
+from .repair import NOTES, note, verdict_path
 from .roster import SAFE_ID
 
 REFUSED = "refused"  # <course>/refused/<assignment>/<safe name>/: refused folders
@@ -96,5 +96,6 @@ def stale_reports(course: Path, assignment: str) -> list[Path]:
             here = (course / "submitted" / student / assignment).is_dir()
         if not here:
             path.unlink()
+            verdict_path(course, assignment, student).unlink(missing_ok=True)
             gone.append(path)
     return gone

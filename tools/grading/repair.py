@@ -18,7 +18,9 @@ Whatever is done is written, per student, to ``<course>/reports/<assignment>/
 from __future__ import annotations
 
 import copy
+import json
 import re
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -35,12 +37,77 @@ def _course_of(resources: dict) -> Path | None:
     return Path(path).resolve().parents[2] if path else None
 
 
+NOT_GRADED = "NOT GRADED"
+# every character str.splitlines() ends a line at: none reaches a report's line
+LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: line breaks (all that ``str.splitlines`` knows), control
+    and format characters written as ``\\n``-style escapes (``\\x0a``, ``\\u2028``)."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected a report's text, got {type(text).__name__}")
+    out = []
+    for ch in text:
+        if ch in LINE_BREAKS or unicodedata.category(ch) in ("Cc", "Cf", "Cs"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def verdict_path(course: Path, assignment: str, student: str) -> Path:
+    """The structured verdict of a student's grading (JSON): ``not_graded`` (the
+    reasons, set only by the grader's own code), ``tests`` (per test cell: status
+    passed, failed or not run, and the reason), ``sandbox`` (why the run stopped)."""
+    return course / NOTES / assignment / "verdicts" / f"{student}.json"
+
+
+def read_verdict(course: Path, assignment: str, student: str) -> dict:
+    path = verdict_path(course, assignment, student)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        data = {}
+    return data if isinstance(data, dict) else {}
+
+
+def update_verdict(course: Path, assignment: str, student: str, **fields) -> None:
+    """Merge ``fields`` into the student's verdict file (``verdict_path``)."""
+    data = read_verdict(course, assignment, student)
+    data.update(fields)
+    path = verdict_path(course, assignment, student)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def not_graded_reasons(course: Path, assignment: str, student: str) -> list[str]:
+    """Why the grader could not grade the student (its own field; [] if it did)."""
+    why = read_verdict(course, assignment, student).get("not_graded") or []
+    return [str(w) for w in why] if isinstance(why, list) else []
+
+
+def forget(course: Path, assignment: str, student: str) -> None:
+    """The student's report and verdict removed (graded again, or gone)."""
+    (course / NOTES / assignment / f"{student}.txt").unlink(missing_ok=True)
+    verdict_path(course, assignment, student).unlink(missing_ok=True)
+
+
 def note(course: Path, assignment: str, student: str, text: str) -> None:
-    """Record, for the instructor, something grading did to a student's submission."""
+    """Record, for the instructor, something grading did to a student's submission:
+    one line of the report, whatever ``text`` holds (``one_line``). A text that the
+    grader's code begins with NOT GRADED also sets the verdict's ``not_graded``; no
+    string of a submission begins a text (each comes after the grader's words)."""
     folder = course / NOTES / assignment
     folder.mkdir(parents=True, exist_ok=True)
+    line = one_line(text.rstrip())
     with open(folder / f"{student}.txt", "a", encoding="utf-8") as f:
-        f.write(text.rstrip() + "\n")
+        f.write(line + "\n")
+    if line.startswith(NOT_GRADED):
+        reasons = not_graded_reasons(course, assignment, student)
+        why = line.removeprefix(NOT_GRADED).lstrip(":").strip()
+        update_verdict(course, assignment, student, not_graded=reasons + [why])
 
 
 def _normal(source: str | None) -> str:

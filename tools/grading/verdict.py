@@ -12,8 +12,8 @@ A hidden test of book/autograder/source/ is written in two halves, in its test c
     _grade("function name", _collect, _judge)
 
 Run as a plain notebook (the instructor's own run), the notebook's ``_grade`` calls
-both in the kernel. Graded, ``KERNEL`` (added to the grader's helper cell of the copy
-the sandbox runs) replaces it there: ``_collect`` runs, and what it returned leaves
+both in the kernel. Graded, ``KERNEL`` (run in the grader's own namespace of the copy
+the sandbox runs, kernel.py) replaces it there: ``_collect`` runs, and what it returned leaves
 the kernel as plain data, one display output of type ``MIME`` per test cell (tensors as
 raw bytes with a dtype from a short list and a shape, loaded with numpy, nothing
 unpickled). Then ``judge_notebook``, in the grader's process, draws the inputs again
@@ -54,7 +54,7 @@ DTYPES = {
 }  # fmt: skip
 MAX_DEPTH = 12
 
-# Appended to the grader's helper cell of the copy that runs in the sandbox.
+# Run after the grader's helpers, in the grader's namespace of the kernel (kernel.py).
 KERNEL = r"""
 
 def _grade(name, collect, judge):  # the grader's: the result leaves as data
@@ -102,7 +102,7 @@ def _grade(name, collect, judge):  # the grader's: the result leaves as data
             return None
 
         held = {}  # what the notebook's names (and builtins) hold, however reached
-        for where, space in (("", globals()), ("builtins.", vars(_bi))):
+        for where, space in (("", _AIAYN_NOTEBOOK), ("builtins.", vars(_bi))):
             for name, value in list(space.items()):
                 inner = [value]
                 if type(value) is _t.FunctionType:
@@ -142,57 +142,10 @@ def _grade(name, collect, judge):  # the grader's: the result leaves as data
         package = _package()
     except Exception as err:
         package = [f"(the search failed: {type(err).__name__})"]
+    stood_in = [str(n) for n in globals().pop("_AIAYN_STOOD_IN", [])]
     mime = "application/x-aiayn-result+json"
-    _display({mime: _enc(got)}, metadata={mime: {"package": package}}, raw=True)
+    _display({mime: _enc(got)}, metadata={mime: {"package": package, "stood_in": stood_in}}, raw=True)
 """
-# Appended to each hidden part that runs in the kernel: its source out of the
-# kernel's line cache (inspect.getsource, tracebacks), and the test's two halves
-# gone. (The runner runs these cells without history: no In, Out, %history.)
-FORGET = r"""
-
-def _aiayn_forget():  # the grader's: this cell's code out of the kernel's caches
-    import linecache as _lc
-
-    for _cache in (_lc.cache, getattr(_lc, "_ipython_cache", {})):
-        for _key, _entry in list(_cache.items()):
-            _lines = _entry[2] if isinstance(_entry, tuple) and len(_entry) > 2 else []
-            if any("HIDDEN TESTS" in str(_line) for _line in _lines or []):
-                _cache.pop(_key, None)
-    for _name in ("_collect", "_judge"):
-        globals().pop(_name, None)
-
-
-_aiayn_forget()
-del _aiayn_forget
-"""
-# Put before a test cell's hidden part when an earlier part's answer is missing
-# (a syntax error, an exception before the definition, a deleted name): that
-# part's reference answer from the course's source notebook, for this cell only.
-REFERENCE = r"""
-_aiayn_gone = [n for n in {names!r} if n not in globals()]
-_aiayn_missing += _aiayn_gone
-if _aiayn_gone:
-    exec(compile({code!r}, "<reference>", "exec"), globals())
-del _aiayn_gone
-"""
-UNREFERENCE = r"""
-for _aiayn_name in _aiayn_missing:
-    globals().pop(_aiayn_name, None)
-del _aiayn_missing
-"""
-HIDDEN_FLAG = "aiayn_hidden"  # cell metadata: the runner runs it without history
-
-
-def package_folder() -> str:
-    """The folder of the book's package (aiayn_helpers) as the kernel sees it (the
-    sandbox binds it at its real path), ending in a separator; '' if none."""
-    import importlib.util
-    import os
-
-    spec = importlib.util.find_spec("aiayn_helpers")
-    if spec is None or not spec.origin:
-        return "\0"  # no file name starts with it
-    return os.path.join(os.path.dirname(os.path.realpath(spec.origin)), "")
 
 
 class Foreign:
@@ -276,94 +229,6 @@ def load_judges(source: NotebookNode) -> dict[str, tuple[str, object]]:
     return judges
 
 
-def load_references(source: NotebookNode) -> dict[str, tuple[list[str], str]]:
-    """{grade_id: (names it defines, code)} of the answer cells of the course's
-    ``source`` notebook: the instructor's solutions, the reference answers."""
-    references = {}
-    for cell in source.cells:
-        meta = cell.get("metadata", {}).get("nbgrader") or {}
-        if cell.cell_type != "code" or not meta.get("solution") or not _grade_id(cell):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:
-            continue
-        names = sorted(
-            n for n in _assigned(tree)
-            if not any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in tree.body
-                       if n in {(a.asname or a.name).split(".")[0]
-                                for a in getattr(s, "names", [])})
-        )  # fmt: skip
-        if names:
-            references[_grade_id(cell)] = (names, cell.source)
-    return references
-
-
-def _patch_hidden(source: str, before: str, after: str) -> str:
-    """``source`` with ``before`` and ``after`` inside each of its hidden parts."""
-
-    def patch(match):
-        block = match.group(0)
-        head, rest = block.split("\n", 1) if "\n" in block else (block, "")
-        body, end = rest.rstrip("\n").rsplit("\n", 1) if "\n" in rest.rstrip("\n") else ("", rest)
-        middle = before + body + "\n" + after.strip("\n") + "\n"
-        return head + "\n" + middle + end + "\n"
-
-    return HIDDEN.sub(patch, source)
-
-
-def kernel_copy(nb: NotebookNode, judges: Mapping, references: Mapping | None = None) -> NotebookNode:
-    """The copy of ``nb`` that runs where the student's code runs: each judged test
-    cell holds only its hidden tests (the visible checks are the student's own first
-    check: a failing one does not keep the hidden tests from running), and ``KERNEL``
-    ends the hidden part of the last helper cell before the first judged test.
-
-    Every cell with a hidden part is flagged ``HIDDEN_FLAG`` (the runner runs it
-    without history) and its hidden part ends with ``FORGET``. A judged cell after
-    the answer of a later part gets, for each earlier part whose names are missing
-    from the kernel, that part's reference answer (``references``, from
-    ``load_references``) for the time of the cell: one slip costs one part.
-    """
-    nb = nbformat.from_dict(nb)
-    references = references or {}
-    code = [c.cell_type == "code" for c in nb.cells]
-    judged = [i for i, c in enumerate(nb.cells) if code[i] and _grade_id(c) in judges]
-    helpers = [
-        c for c in nb.cells[: judged[0] if judged else 0]
-        if c.cell_type == "code" and _grade_id(c) and HIDDEN.search(c.source)
-    ]  # fmt: skip
-    for cell in nb.cells:
-        cell.get("metadata", {}).pop(HIDDEN_FLAG, None)
-    answers: list[str] = []  # the answer cells met so far, in order
-    for i, cell in enumerate(nb.cells):
-        gid = _grade_id(cell)
-        if code[i] and gid in references:
-            answers.append(gid)
-        if i not in judged:
-            continue
-        cell.source = _hidden_code(cell.source)
-        before = after = ""
-        for earlier in answers[:-1]:  # the parts before this test's own
-            names, solution = references[earlier]
-            before += REFERENCE.format(names=list(names), code=solution)
-            after = UNREFERENCE
-        if before:  # the names put in for this cell, taken out after it
-            before = "_aiayn_missing = []\n" + before.lstrip("\n")
-        cell.source = _patch_hidden(cell.source, before, after + FORGET)
-    if helpers:
-        last = HIDDEN.findall(helpers[-1].source)[-1]
-        body, end = last.rstrip("\n").rsplit("\n", 1)
-        kernel = KERNEL.replace("_AIAYN_PACKAGE", repr(package_folder()))
-        patched = body + "\n" + kernel.strip("\n") + "\n" + end + "\n"
-        helpers[-1].source = helpers[-1].source.replace(last, patched)
-    for i, cell in enumerate(nb.cells):
-        if code[i] and _grade_id(cell) and HIDDEN.search(cell.source):
-            if i not in judged:
-                cell.source = _patch_hidden(cell.source, "", FORGET)
-            cell.metadata[HIDDEN_FLAG] = True
-    return nb
-
-
 def _error(text: str) -> NotebookNode:
     return nbformat.v4.new_output(
         "error",
@@ -389,9 +254,21 @@ def package_found(record) -> list[str]:
     return [str(p)[:200] for p in package[:20]]
 
 
-def judge_cell(cell, name: str, judge, seed: int, found: list | None = None) -> str | None:
+def stood_in(record) -> list[str]:
+    """The names of earlier parts the course's answer stood in for because the
+    student's were missing (``_with`` in the hidden tests), from a record's metadata."""
+    meta = record.get("metadata") if isinstance(record, Mapping) else None
+    meta = meta.get(MIME) if isinstance(meta, Mapping) else None
+    names = meta.get("stood_in") if isinstance(meta, Mapping) else None
+    if not isinstance(names, list):
+        return []
+    return [str(n)[:80] for n in names[:10]]
+
+
+def judge_cell(cell, name: str, judge, seed: int, found: list | None = None, stood: list | None = None) -> str | None:
     """Judge one test cell from its record; set its outputs; the failure, or None.
-    ``found``: a list the objects of the book's package the kernel held are added to.
+    ``found``: a list the objects of the book's package the kernel held are added to;
+    ``stood``: a list the names the course's answers stood in for are added to.
     """
     records = [o for o in cell.outputs if _is_record(o)]
     errors = [o for o in cell.outputs if o.get("output_type") == "error"]
@@ -414,6 +291,8 @@ def judge_cell(cell, name: str, judge, seed: int, found: list | None = None) -> 
         except Exception as err:  # an absurd record fails its test, never the grading
             why = f"{type(err).__name__}: {str(err)[:300]}"
             got, failure = None, f"{name}: its result could not be read ({why})"
+        if stood is not None:
+            stood.extend(n for n in stood_in(records[0]) if n not in stood)
         package = package_found(records[0])
         if package and found is not None:
             found.extend(p for p in package if p not in found)
@@ -439,15 +318,20 @@ def judge_cell(cell, name: str, judge, seed: int, found: list | None = None) -> 
     return failure
 
 
-def judge_notebook(nb: NotebookNode, judges: Mapping, seed: int, found: list | None = None) -> dict:
+def judge_notebook(
+    nb: NotebookNode, judges: Mapping, seed: int, found: list | None = None, stood: dict | None = None
+) -> dict:
     """Each judged test cell of ``nb`` (outputs from the kernel) given its verdict;
-    ``found``: see ``judge_cell``."""
+    ``found``: see ``judge_cell``; ``stood``: {grade id: names stood in for}."""
     verdicts = {}
     for cell in nb.cells:
         gid = _grade_id(cell)
         if cell.cell_type == "code" and gid in judges:
             name, judge = judges[gid]
-            verdicts[gid] = judge_cell(cell, name, judge, seed, found)
+            names: list = []
+            verdicts[gid] = judge_cell(cell, name, judge, seed, found, names)
+            if names and stood is not None:
+                stood[gid] = names
     return verdicts
 
 
@@ -560,7 +444,6 @@ def suspicious(source: str, hidden: set[str] | frozenset = frozenset()) -> list[
             for base in node.bases:
                 if ast.unparse(base) in ("torch.Tensor", "Tensor"):
                     found["a tensor subclass"] = None
-    replaced = sorted(_assigned(tree) & set(hidden))
-    if replaced:
-        found[f"the grader's hidden names assigned ({', '.join(replaced[:4])})"] = None
+    # the grader's own names (``hidden``) assigned by the student are no construct: the
+    # hidden tests run in a namespace of the grader's (kernel.py), which they cannot reach
     return list(found)
