@@ -44,7 +44,7 @@ POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")
 def apply_rotary(
     x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0
 ) -> torch.Tensor:
-    """Rotary position embedding (Su et al. 2021, "RoFormer", equation 34).
+    """Rotary position embedding (Su et al. 2024, "RoFormer", equation 34).
 
     ``(batch, heads, T, d_k)`` -> the same shape.
 
