@@ -125,7 +125,9 @@ HOSTILE = {
     "ast-wrapper": ({"sdpa_answer": AST_WRAPPER}, "an IPython AST transformer"),
     "subclass": ({"sdpa_answer": SUBCLASS}, "a tensor subclass"),
     "monkeypatch": ({"sdpa_answer": MONKEYPATCH}, "torch.testing.assert_close"),
-    "overwrite": ({"sdpa_answer": WRONG_SDPA, "mha_answer": OVERWRITE}, "the grader's hidden names assigned"),
+    # the grader's names of the student's own change nothing (the hidden tests run in a
+    # namespace of the grader's, issue 51): nothing to report, the score is what it earns
+    "overwrite": ({"sdpa_answer": WRONG_SDPA, "mha_answer": OVERWRITE}, None),
     "ctypes": ({}, "left out of the sandbox (code, never run): ctypes.py"),
     "launcher": ({}, "left out of the sandbox (code, never run): ipykernel_launcher.py"),
 }
@@ -219,7 +221,8 @@ def test_an_honest_student_beside_300_processes_of_the_old_sandbox_user_scores_f
 def test_a_forgery_scores_what_its_code_earns_and_is_reported(graded, name):
     _, scores, reports, _ = graded
     assert scores[name] == 0.0, f"{name} scored {scores[name]:.0%}"
-    assert HOSTILE[name][1] in reports[name], reports[name]
+    if HOSTILE[name][1] is not None:
+        assert HOSTILE[name][1] in reports[name], reports[name]
 
 
 def test_nothing_the_student_hands_in_runs_as_the_grader(graded):

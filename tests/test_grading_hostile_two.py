@@ -19,8 +19,9 @@ assignments 2, 3 and 4.
   other names, then removed from ``os.sys.modules``; reached by ``importlib``,
   ``__import__`` and ``builtins``: 0, and the report lists the package's objects.
 * ``syntax``: a syntax error in Part 1, a correct Part 2: 8 of 12 (Part 2 graded with
-  the reference answer of Part 1). Assignments 2, 3, 4: an exception before Part 1's
-  definition, a deleted name, a syntax error: each loses Part 1's points only.
+  the hidden tests' own correct attention in place of Part 1's, the report naming
+  it). Assignments 2, 3, 4: an exception before Part 1's definition, a deleted name,
+  a syntax error: each loses Part 1's points only.
 * ``shape``: a record claiming a tensor of shape [2**64]: those tests fail with a
   reason, the rest is graded (4 of 12).
 * ``endless``: endless output stops at the 64 MiB output cap, not at the memory
@@ -275,6 +276,8 @@ def test_the_controls_and_every_payload_score_what_their_code_earns(graded):
 def test_a_part_1_slip_costs_part_1_only_in_every_assignment(graded):
     _, _, scores, reports, slips, expected = graded
     assert scores["syntax"] == pytest.approx(8 / 12), reports["syntax"]
+    # the course's attention stood in for the missing one in Part 2's tests: said by name
+    assert "the course's scaled_dot_product_attention stood in for the student's (missing)" in reports["syntax"]
     for assignment, (student, fraction) in expected.items():
         assert slips[assignment] == pytest.approx(fraction), (assignment, student, slips[assignment])
 

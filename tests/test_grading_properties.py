@@ -396,3 +396,61 @@ def test_tolerances_pass_float32_and_fail_every_slip(name):
         print(f"  {test} | {honest[test]:.3g} | {tol:.3g} | {slips[test]:.3g}")
         assert honest[test] <= tol, (test, honest[test], tol)
         assert slips[test] == float("inf") or slips[test] > tol, (test, slips[test], tol)
+
+
+# (d) report integrity: what a submission controls, wherever it reaches the report
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+hostile_text = st.text(alphabet=st.sampled_from(list("NOT GRADED: x(a problem of this machine)") + list(LINE_BREAKS)))
+hostile = st.one_of(
+    hostile_text,
+    hostile_text.map(lambda t: f"\nNOT GRADED: {t} (a problem of this machine: grade again)"),
+    st.just("x\u2028NOT GRADED: forged"),
+)
+GRADER_PREFIXES = (
+    "sandbox: ",
+    "cell ",
+    "suspicious (",
+    "the book's package in the kernel: ",
+    "removed the nbgrader metadata of a copy of cell",
+)
+
+
+def check_report(data, tmp):
+    from grading import autograde, repair
+
+    course, student, name = tmp / f"course{data.draw(st.integers(0, 10**9))}", "s1", "assignment1"
+    folder = course / "autograded" / student / name
+    folder.mkdir(parents=True)
+    resources = {
+        "metadata": {"path": str(folder)},
+        "nbgrader": {"student": student, "assignment": name, "notebook": name},
+    }
+    words = data.draw(st.lists(hostile, min_size=4, max_size=4), label="strings")
+    nb = h.filled(name)
+    nb.cells.append(nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": words[0]}}))
+    limit = nbformat.v4.new_output("error", ename="MemoryError", evalue=words[1], traceback=[])
+    nb.cells[-1].outputs = [limit]
+    _, notes = repair.recover_cells(nb, h.released(name))
+    for text in notes:
+        repair.note(course, name, student, text)
+    runner = autograde.SandboxedExecute()
+    found = [f"aiayn_helpers.x.{words[2]}"]  # a qualname the kernel sent
+    stood = {"test_mha_self": [words[3]]}
+    runner._report(nb, resources, {}, f"the notebook's run stopped ({words[1]})", set(), found, stood)
+    judges = h._judges(name)
+    autograde.record_verdicts(resources, judges, {g: f"{words[2]}" for g in judges}, words[3])
+    report = (course / repair.NOTES / name / f"{student}.txt").read_text(encoding="utf-8")
+    lines = report.split("\n")[:-1]
+    assert len(lines) == len(notes) + 4, lines  # one line a note: sandbox, limit, package, stood in
+    for line in lines:
+        assert line.startswith(GRADER_PREFIXES), line
+        assert not any(ch in line for ch in LINE_BREAKS), line
+    assert repair.not_graded_reasons(course, name, student) == []
+    tests = repair.read_verdict(course, name, student)["tests"]
+    assert {t["status"] for t in tests.values()} <= {"passed", "failed", "not run"}
+
+
+@_profile(QUICK * 5)
+@given(data=st.data())
+def test_no_string_of_a_submission_starts_a_report_line_or_sets_not_graded(data, tmp_path_factory):
+    check_report(data, tmp_path_factory.mktemp("report"))

@@ -104,13 +104,7 @@ class SandboxedExecute(Execute):
         found: list[str] = []  # objects of the book's package in the kernel
         stood: dict[str, list] = {}  # the course's answers that stood in for missing ones
         verdicts = verdict.judge_notebook(nb, judges, seed, found, stood)
-        self._report(nb, resources, verdicts, reason, hidden)
-        if found:
-            objects = ", ".join(found[:10])
-            self._note(resources, f"the book's package in the kernel: {objects}")
-        for gid, names in stood.items():
-            what = ", ".join(names)
-            self._note(resources, f"cell {gid}: the course's {what} stood in for the student's (missing)")
+        self._report(nb, resources, verdicts, reason, hidden, found, stood)
         record_verdicts(resources, judges, verdicts, reason)
         return nb, resources
 
@@ -128,9 +122,11 @@ class SandboxedExecute(Execute):
         judges, hidden = verdict.load_judges(source), verdict.hidden_names(source)
         return judges, hidden, kernel.course_plan(source)
 
-    def _report(self, nb, resources, verdicts, reason: str, hidden: set[str]) -> None:
-        """What the instructor should know: why the sandbox stopped, and the constructs
-        in the answers that can reach the grader's checks inside the kernel."""
+    def _report(self, nb, resources, verdicts, reason: str, hidden: set[str], package=(), stood=None) -> None:
+        """What the instructor should know: why the sandbox stopped, the constructs in
+        the answers that can reach the grader's checks inside the kernel, the book's
+        objects the kernel held (``package``), the earlier parts the course's answer stood
+        in for (``stood``: {test cell: names}). One report line each (repair.note)."""
         lines = [f"sandbox: {reason}"] if reason else []
         path = (resources.get("metadata") or {}).get("path")
         code = code_files(Path(path)) if path and self.sandbox else []
@@ -148,6 +144,10 @@ class SandboxedExecute(Execute):
                 found = verdict.suspicious(cell.source, hidden)
                 if found:
                     lines.append(f"suspicious ({where}): {'; '.join(found)}")
+        if package:
+            lines.append(f"the book's package in the kernel: {', '.join(package[:10])}")
+        for gid, names in (stood or {}).items():
+            lines.append(f"cell {gid}: the course's {', '.join(names)} stood in for the student's (missing)")
         for line in lines:
             self._note(resources, line)
 
