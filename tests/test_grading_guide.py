@@ -54,3 +54,48 @@ def test_the_guide_says_what_to_install_on_each_platform():
     for needed in ("apt install bubblewrap", "dnf install bubblewrap", "macOS", "WSL"):
         assert needed in grade.INSTALL, needed  # what make grade prints when it refuses
     assert "GRADE_FLAGS=--unsandboxed" in GUIDE and "never for students' submissions" in GUIDE
+
+
+# the guide's rows of assignment 1's score table -> tests/test_grading.py's submission
+# (None: the correct answers; "probe": the correct answers with every escape)
+SCORE_ROWS = {
+    "correct": None,
+    r"divides by $d_k$ instead of $\sqrt{d_k}$, and empties its test cells": "divides by d_k",
+    "splits the heads without the transpose": "splits heads without the transpose",
+    "inverted mask": "inverted mask",
+    "ignores the masks": "ignores masks",
+    "merges the heads in the wrong order (permuted rows of $W^O$)": (
+        "permuted W^O rows (heads merged in the wrong order)"
+    ),
+    "imports `aiayn_helpers`": "imports aiayn_helpers",
+    "correct, and tries every escape listed below": "probe",
+}
+
+
+def _guide_score_table() -> dict[str, str]:
+    text = (ROOT / "book" / "instructor_guide.md").read_text()
+    table = text.split("| Submission | Score |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    return dict(re.fullmatch(r"\| (.+) \| (\d+%) \|", line).groups() for line in table.splitlines())
+
+
+def test_the_guides_score_table_is_the_graders_own_results_row_by_row():
+    """Each row's score follows from tests/test_grading.py's LOST (the test cells each
+    planted bug loses there, asserted on nbgrader's grading in the sandbox) and the
+    source's points; the in-process grader (tests/grading_harness.py) loses the same
+    cells for each bug."""
+    import grading_harness
+    import test_grading
+
+    points = grading_harness.points("assignment1")
+    full = sum(points.values())
+    rows = _guide_score_table()
+    assert sorted(rows) == sorted(SCORE_ROWS), rows
+    solutions = test_grading._solutions()
+    for row, bug in SCORE_ROWS.items():
+        lost = set(test_grading.LOST[bug][0]) if bug in test_grading.LOST else set()
+        expected = f"{round(100 * (full - sum(points[t] for t in lost)) / full)}%"
+        assert rows[row] == expected, (row, rows[row], expected)
+        if bug in test_grading.BUGS:
+            answers = test_grading.test_assignments._with_bug(solutions, test_grading.BUGS[bug], bug)
+            graded = grading_harness.grade("assignment1", grading_harness.filled("assignment1", answers))
+            assert {t for t, why in graded.failures.items() if why} == lost, (bug, graded.failures)
