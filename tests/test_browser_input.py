@@ -111,6 +111,7 @@ def test_the_domain_note_fires_on_news_not_on_captions(tmp_path):
     got = _node(captions + news, tmp_path)
     on_captions = sum(r["note"] is not None for r in got[: len(captions)]) / len(captions)
     on_news = sum(r["note"] is not None for r in got[len(captions) :]) / len(news)
-    # measured: 0.020 of the captions, 1.00 of the news
+    print(f"out-of-domain note: {on_captions:.4f} of the captions, {on_news:.2f} of the news")
+    # measured: 0.0223 of the captions (45 of 2,014), 1.00 of the news (20 of 20)
     assert on_captions <= 0.03, on_captions
     assert on_news >= 0.9, on_news

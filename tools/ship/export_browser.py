@@ -14,8 +14,10 @@ onnxruntime-web:
   positions before it ``past_k``, ``past_v`` ``(L, N, H, T, d_k)`` and the encoder's
   ``cross_k``, ``cross_v`` (batch 1 or N: one sentence's are shared by its beams).
   Outputs: ``logits`` ``(N, V)``, the cache with the new position ``present_k``,
-  ``present_v`` ``(L, N, H, T + 1, d_k)``, and the step's attention weights
-  ``self_attn`` ``(L, N, H, 1, T + 1)`` and ``cross_attn`` ``(L, N, H, 1, S)``;
+  ``present_v`` ``(L, N, H, T + 1, d_k)``, the step's attention weights
+  ``self_attn`` ``(L, N, H, 1, T + 1)`` and ``cross_attn`` ``(L, N, H, 1, S)``, and
+  the cross-attention's queries ``cross_q`` ``(L, N, H, 1, d_k)`` (the explorer's
+  step-by-step view shows one head's query, keys, scores and weights);
 * ``weights.bin``: every weight once, read by both graphs (ONNX external data); the
   shared embedding is the source and target embedding and the output projection.
 
@@ -290,7 +292,7 @@ def _decoder(g: _Graph, cfg: dict) -> tuple[list, list]:
     d, h, layers = cfg["d_model"], cfg["num_heads"], cfg["num_layers"]
     d_k = d // h
     x = g.embed("token", "position", d)  # (N, 1, d): Gather of (1,) positions is (1, d)
-    keys, values, self_maps, cross_maps = [], [], [], []
+    keys, values, self_maps, cross_maps, cross_queries = [], [], [], [], []
     for i in range(layers):
         p = f"decoder.layers.{i}"
         index = g.const(i)
@@ -309,6 +311,7 @@ def _decoder(g: _Graph, cfg: dict) -> tuple[list, list]:
         x = g.layer_norm(g.op("Add", x, g.linear(g.merge(out, d), f"{p}.self_attn.w_o")), f"{p}.norm1")
         # cross-attention over the encoder's keys and values, projected once
         q = g.heads(g.linear(x, f"{p}.cross_attn.w_q"), h)
+        cross_queries.append(q)
         ck = g.op("Gather", "cross_k", index, axis=0)
         cv = g.op("Gather", "cross_v", index, axis=0)
         out, weights = g.attend(q, ck, cv, d_k)
@@ -324,6 +327,7 @@ def _decoder(g: _Graph, cfg: dict) -> tuple[list, list]:
         "present_v": g.stack(values),
         "self_attn": g.stack(self_maps),
         "cross_attn": g.stack(cross_maps),
+        "cross_q": g.stack(cross_queries),
     }
     for out, node in named.items():
         g.nodes.append(helper.make_node("Identity", [node], [out]))
@@ -345,6 +349,7 @@ def _decoder(g: _Graph, cfg: dict) -> tuple[list, list]:
         helper.make_tensor_value_info("present_v", f32, [layers, "N", h, "T1", d_k]),
         helper.make_tensor_value_info("self_attn", f32, [layers, "N", h, 1, "T1"]),
         helper.make_tensor_value_info("cross_attn", f32, [layers, "N", h, 1, "S"]),
+        helper.make_tensor_value_info("cross_q", f32, [layers, "N", h, 1, d_k]),
     ]
     return inputs, outputs
 
@@ -437,9 +442,14 @@ class OnnxTranslator:
         empty = np.zeros((layers, rows, heads, 0, d_k), dtype=np.float32)
         return empty, empty
 
-    def step(self, tokens, position, cache, cross):
-        logits, k, v, self_attn, cross_attn = self.decoder.run(
-            None,
+    OUTPUTS = ("logits", "present_k", "present_v", "self_attn", "cross_attn")
+
+    def step(self, tokens, position, cache, cross, queries: bool = False):
+        """One decoding step: logits, the new cache, the self- and cross-attention
+        weights (and, with ``queries``, the cross-attention's queries)."""
+        names = [*self.OUTPUTS, "cross_q"] if queries else list(self.OUTPUTS)
+        logits, k, v, self_attn, cross_attn, *q = self.decoder.run(
+            names,
             {
                 "token": np.asarray(tokens, dtype=np.int64).reshape(-1, 1),
                 "position": np.array([position], dtype=np.int64),
@@ -449,6 +459,8 @@ class OnnxTranslator:
                 "cross_v": cross[1],
             },
         )
+        if queries:
+            return logits, (k, v), self_attn, cross_attn, q[0]
         return logits, (k, v), self_attn, cross_attn
 
     def greedy(self, ids: list[int]) -> list[int]:
@@ -465,10 +477,37 @@ class OnnxTranslator:
             out.append(token)
         return out[1:]
 
-    def beam(self, ids: list[int], k: int, alpha: float) -> list[int]:
-        """:func:`aiayn_helpers.beam_search` for one sentence (``_beam_search``, n = 1)."""
+    def beam(
+        self,
+        ids: list[int],
+        k: int,
+        alpha: float,
+        trace: list | None = None,
+        max_length: int | None = None,
+        layer: int = 0,
+        head: int = 0,
+        top: int = 5,
+    ) -> list[int]:
+        """:func:`aiayn_helpers.beam_search` for one sentence (``_beam_search``, n = 1).
+
+        ``trace`` (a list) receives one record per step, what the explorer's
+        step-by-step view shows (``beam.js`` writes the same): the beams going in with
+        their summed log-probabilities, each live beam's ``top`` next tokens and their
+        log-probabilities, the best 2k candidates with their penalised scores and fate
+        (``finished``, ``kept`` or ``dropped``), and for beam 0 the cross-attention of
+        ``layer``/``head``: its query, the source's keys, the scaled scores and the
+        softmax weights. ``max_length`` lowers the limit of source length + 50."""
         bos, eos, vocab = self.info["bos_id"], self.info["eos_id"], self.info["vocab_size"]
+        layers, heads, _ = self.shape
+        if not (0 <= layer < layers and 0 <= head < heads):
+            raise ValueError(f"layer in 0..{layers - 1} and head in 0..{heads - 1} expected, got {layer}, {head}")
+        if max_length is not None and (
+            isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1
+        ):
+            raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
         limit = len(ids) + self.info["extra_tokens"]  # source length + 50
+        if max_length is not None:
+            limit = min(limit, max_length)
         cross = self.encode(ids)[:2]
         cache = self.empty_cache(k)
         seqs = [[bos] for _ in range(k)]  # every beam's <bos> and tokens so far
@@ -476,7 +515,9 @@ class OnnxTranslator:
         scores[0] = 0.0  # only beam 0 is real at the start
         fin = [(-np.inf, [])] * k  # the k best finished hypotheses, best first
         for step in range(1, limit + 1):
-            logits, cache, _, _ = self.step([s[-1] for s in seqs], step - 1, cache, cross)
+            logits, cache, _, cross_attn, *query = self.step(
+                [s[-1] for s in seqs], step - 1, cache, cross, queries=trace is not None
+            )
             logp = _log_softmax(logits.astype(np.float64) + self.banned)  # (k, V)
             cand = (scores[:, None] + logp).reshape(-1)  # (k * V,)
             # the best 2k, best first (equal scores: the lower index first)
@@ -486,10 +527,30 @@ class OnnxTranslator:
             top_tok, top_row = top_idx % vocab, top_idx // vocab
             is_eos = top_tok == eos
             penalty = length_penalty_gnmt(step, alpha)
+            going_in = [(s[1:], float(scores[r])) for r, s in enumerate(seqs)]
             # 1) finished hypotheses: the <eos> candidates ranked within the best k
             new = [(top_scores[j] / penalty, seqs[top_row[j]][1:]) for j in range(k) if is_eos[j]]
             # 2) the new beams: the best k candidates that do not end in <eos>
             order = np.argsort(is_eos, kind="stable")[:k]
+            if trace is not None:
+                trace.append(
+                    self._step_record(
+                        step,
+                        penalty,
+                        going_in,
+                        logp,
+                        top,
+                        top_scores,
+                        top_tok,
+                        top_row,
+                        is_eos,
+                        order,
+                        k,
+                        (cross[0], cross_attn, query[0]),
+                        layer,
+                        head,
+                    )
+                )
             scores = top_scores[order]
             parent = top_row[order]
             seqs = [seqs[p] + [int(top_tok[j])] for p, j in zip(parent, order, strict=True)]
@@ -505,6 +566,43 @@ class OnnxTranslator:
             if at_limit or (worst > -np.inf and scores[0] / penalty <= worst):
                 break
         return fin[0][1]
+
+    def _step_record(
+        self, step, penalty, going_in, logp, top, top_scores, top_tok, top_row, is_eos, order, k, attention, layer, head
+    ) -> dict:
+        """One step of :meth:`beam`'s trace (see there), as plain numbers."""
+        cross_k, cross_attn, cross_q = attention
+        kept = set(int(j) for j in order)
+        fates = []
+        for j in range(len(top_scores)):
+            if is_eos[j]:
+                fates.append("finished" if j < k else "dropped")
+            else:
+                fates.append("kept" if j in kept else "dropped")
+        nexts = []
+        for r, (_, score) in enumerate(going_in):
+            if score == -np.inf:
+                nexts.append([])
+                continue
+            best = np.argsort(-logp[r], kind="stable")[:top]
+            nexts.append([[int(v), float(logp[r, v])] for v in best])
+        q = cross_q[layer, 0, head, 0].astype(np.float64)  # beam 0's query
+        keys = cross_k[layer, 0, head].astype(np.float64)  # (S, d_k)
+        scaled = keys @ q / math.sqrt(q.shape[0])
+        return {
+            "step": step,
+            "penalty": penalty,
+            "beams": [[toks, score] for toks, score in going_in],
+            "next": nexts,
+            "candidates": [
+                [int(top_row[j]), int(top_tok[j]), float(top_scores[j]), float(top_scores[j] / penalty), fates[j]]
+                for j in range(len(top_scores))
+            ],
+            "query": q.tolist(),
+            "keys": keys.tolist(),
+            "scores": scaled.tolist(),
+            "weights": cross_attn[layer, 0, head, 0].astype(np.float64).tolist(),
+        }
 
     def translate(self, sentence: str, beam_size: int | None = None, length_penalty: float | None = None) -> str:
         k = self.info["beam_size"] if beam_size is None else beam_size

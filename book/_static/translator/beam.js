@@ -61,9 +61,47 @@ export async function greedyDecode(runner, src, cfg, stopped = () => false) {
   return ys.slice(1);
 }
 
-export async function beamSearch(runner, src, cfg, k, alpha, stopped = () => false) {
+// options.trace (an array) receives one record per step, as OnnxTranslator.beam's trace
+// in tools/ship/export_browser.py (the explorer's step-by-step view shows it): the
+// beams going in and their summed log-probabilities, each live beam's `top` next tokens,
+// the best 2k candidates with their penalised scores and fate, and beam 0's
+// cross-attention in options.layer / options.head (query, keys, scaled scores,
+// weights). options.maxLength lowers the limit of source length + 50.
+// the `n` largest entries of a row of log-probabilities, [id, logp], largest first
+// (equal values: the lower id first, as NumPy's stable argsort of -logp)
+function topOf(logp, n) {
+  const best = [];
+  for (let v = 0; v < logp.length; v++) {
+    if (best.length === n && logp[v] <= best[n - 1][1]) continue;
+    let at = best.length;
+    while (at > 0 && logp[v] > best[at - 1][1]) at--;
+    best.splice(at, 0, [v, logp[v]]);
+    if (best.length > n) best.pop();
+  }
+  return best;
+}
+
+// beam 0's cross-attention in one layer and head at this step: its query (d_k), the
+// source's keys (S x d_k), the scaled scores q.k / sqrt(d_k) and the softmax weights
+function crossOfStep(runner, cross, out, layer, head) {
+  const H = runner.heads;
+  const D = runner.dk;
+  const S = cross.length;
+  const N = out.crossAttention.dims[1];
+  const qAt = ((layer * N + 0) * H + head) * D; // cross_q (L, N, H, 1, d_k)
+  const query = Array.from(out.crossQuery.data.subarray(qAt, qAt + D));
+  const kAt = (layer * H + head) * S * D; // cross_k (L, 1, H, S, d_k)
+  const keys = Array.from({ length: S }, (_, i) => Array.from(cross.k.data.subarray(kAt + i * D, kAt + (i + 1) * D)));
+  const scores = keys.map((key) => key.reduce((sum, x, d) => sum + x * query[d], 0) / Math.sqrt(D));
+  const wAt = ((layer * N + 0) * H + head) * S; // cross_attn (L, N, H, 1, S)
+  const weights = Array.from(out.crossAttention.data.subarray(wAt, wAt + S));
+  return { query, keys, scores, weights };
+}
+
+export async function beamSearch(runner, src, cfg, k, alpha, stopped = () => false, options = {}) {
   const vocab = cfg.vocab_size;
-  const limit = limitOf(src, cfg);
+  const { trace = null, maxLength = null, layer = 0, head = 0, top: topN = 5 } = options;
+  const limit = maxLength ? Math.min(limitOf(src, cfg), maxLength) : limitOf(src, cfg);
   // encode and project the cross-attention keys and values once per sentence
   const cross = await runner.encode(src);
   let cache = runner.emptyCache(k);
@@ -77,9 +115,14 @@ export async function beamSearch(runner, src, cfg, k, alpha, stopped = () => fal
     const out = await runner.step(seqs.map((s) => s[s.length - 1]), step - 1, cache, cross);
     // cand = scores[:, :, None] + logp, over k * V; the best 2k, sorted best first
     const top = []; // [score, index], at most 2k
+    const nexts = [];
     for (let r = 0; r < k; r++) {
-      if (scores[r] === -Infinity) continue;
+      if (scores[r] === -Infinity) {
+        nexts.push([]);
+        continue;
+      }
       const logp = logSoftmaxRow(out.logits, r, vocab, banned);
+      if (trace) nexts.push(topOf(logp, topN));
       for (let v = 0; v < vocab; v++) {
         const s = scores[r] + logp[v];
         if (top.length === 2 * k && s <= top[2 * k - 1][0]) continue;
@@ -101,6 +144,18 @@ export async function beamSearch(runner, src, cfg, k, alpha, stopped = () => fal
     }
     // 2) the new beams: the best k candidates that do not end in <eos>, in rank order
     const order = top.map((_, j) => j).filter((j) => !isEos[j]).slice(0, k);
+    if (trace) {
+      const kept = new Set(order);
+      const fate = (j) => (isEos[j] ? (j < k ? "finished" : "dropped") : kept.has(j) ? "kept" : "dropped");
+      trace.push({
+        step,
+        penalty,
+        beams: seqs.map((s, r) => [s.slice(1), scores[r]]),
+        next: nexts,
+        candidates: top.map((t, j) => [topRow[j], topTok[j], topScores[j], topScores[j] / penalty, fate(j)]),
+        ...crossOfStep(runner, cross, out, layer, head),
+      });
+    }
     scores = order.map((j) => topScores[j]);
     const parent = order.map((j) => topRow[j]);
     seqs = order.map((j) => [...seqs[topRow[j]], topTok[j]]); // each row extends its parent

@@ -166,6 +166,7 @@ export class Runner {
       cache: { k: out.present_k, v: out.present_v },
       selfAttention: out.self_attn,
       crossAttention: out.cross_attn,
+      crossQuery: out.cross_q,
     };
   }
 

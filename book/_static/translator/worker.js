@@ -1,9 +1,12 @@
 // The translator's Web Worker: loads the model when the page asks, then translates,
 // off the page's main thread (a long sentence never freezes the page). Messages in:
 //   {type: "load"}                             load the runtime and the model
-//   {type: "translate", id, text, greedy, beamSize, alpha}  translate one sentence
-//                                              (beamSize, alpha: the model's own unless
-//                                              given)
+//   {type: "translate", id, text, greedy, beamSize, alpha, maxLength, trace}
+//                                              translate one sentence (beamSize, alpha:
+//                                              the model's own unless given; trace:
+//                                              {layer, head}, every step of the beam
+//                                              search in the result, with that head's
+//                                              cross-attention)
 //   {type: "stop"}                             stop the translation under way (at its
 //                                              next phase or decoding step)
 // Messages out: {type: "progress", loaded, total}, {type: "ready", info, threads,
@@ -43,7 +46,7 @@ class Stopped extends Error {
   }
 }
 
-async function translate({ id, text, greedy, beamSize, alpha }) {
+async function translate({ id, text, greedy, beamSize, alpha, maxLength, trace }) {
   const start = performance.now();
   const info = runner.info;
   stop = false;
@@ -73,9 +76,12 @@ async function translate({ id, text, greedy, beamSize, alpha }) {
     await phase("decoding", step, limit);
     return false;
   };
-  const output = greedy || beamSize === 1
+  // trace ({layer, head}): every step of the beam search, for the step-by-step view
+  const steps = trace ? [] : null;
+  const output = !trace && (greedy || beamSize === 1)
     ? await greedyDecode(runner, src, info, stopped)
-    : await beamSearch(runner, src, info, beamSize || info.beam_size, alpha ?? info.length_penalty, stopped);
+    : await beamSearch(runner, src, info, beamSize || info.beam_size, alpha ?? info.length_penalty, stopped,
+      { trace: steps, maxLength, layer: trace?.layer ?? 0, head: trace?.head ?? 0 });
   const seconds = (performance.now() - start) / 1000; // tokenizing and decoding
   const english = tokenizer.decode(output);
   await phase("maps");
@@ -89,7 +95,17 @@ async function translate({ id, text, greedy, beamSize, alpha }) {
     output: [...output.map((i) => tokenizer.token(i)), "<eos>"],
     maps,
   };
-  postMessage({ type: "result", id, english, notes, record, seconds, withMaps, tokens: output.length, threads: runner.threads });
+  let words = null; // the token of every id the trace names
+  if (steps) {
+    words = {};
+    for (const s of steps) {
+      for (const [ids] of s.beams) for (const i of ids) words[i] = tokenizer.token(i);
+      for (const row of s.next) for (const [i] of row) words[i] = tokenizer.token(i);
+      for (const c of s.candidates) words[c[1]] = tokenizer.token(c[1]);
+    }
+  }
+  postMessage({ type: "result", id, english, notes, record, seconds, withMaps, tokens: output.length,
+    output, source: record.source, trace: steps, words, threads: runner.threads });
 }
 
 let queue = Promise.resolve();
