@@ -292,3 +292,60 @@ def test_decisions_with_entries_are_never_published(tmp_path):
         make_editions.refuse_decisions(tmp_path / "editions", tmp_path)
     private.write_text(decisions.EXAMPLE.read_text())
     make_editions.refuse_decisions(tmp_path / "editions", tmp_path)  # the example: fine
+
+
+def test_a_canvas_sortable_name_claims_no_other_students_id(tmp_path, capsys):
+    """Canvas names are read from the right: the sortable name ``x_3002_1`` (which
+    holds "_<digits>_") stays a name, and her upload is filed under her own id 4242
+    (issue 51: it went to user 3002, and she vanished without a SKIPPED line)."""
+    course = _course(tmp_path)
+    names = [f"x_3002_1_4242_90001_{A}.ipynb", f"lee_3002_90002_{A}.ipynb", f"x_3002_1_LATE_4243_90003_{A}.ipynb"]
+    path = _canvas_zip(tmp_path / "canvas.zip", names)
+    assert collect.main([str(path), A, "--course", str(course), f"--deadlines={_deadlines(tmp_path)}"]) == 0
+    folders = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{A}"))
+    assert folders == ["3002", "4242", "4243"]
+    who = {s.id: s.name for s in roster.read_roster(course).values()}
+    assert who == {"3002": "lee", "4242": "x_3002_1", "4243": "x_3002_1"}
+    assert "4243 (x_3002_1)" in capsys.readouterr().out.split("LATE (Canvas's marker")[1]
+
+
+def _moodle_zip(path: Path, entries: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in entries.items():
+            archive.writestr(name, text)
+    return path
+
+
+def test_collect_never_stops_for_one_file(tmp_path, capsys):
+    """A file name of 90 CJK characters (270 bytes: valid on Moodle, past the 255 of
+    the file system) is stored under a shorter name and graded; an entry whose name is
+    flagged UTF-8 and is not (zipfile refuses the whole archive for it) is SKIPPED with
+    its reason; every other student and roster.csv are written (issue 51: collect
+    stopped with "File name too long" and wrote neither)."""
+    course = _course(tmp_path)
+    long_name = "作业" * 45 + ".ipynb"
+    entries = {
+        f"Ann Lee_3001_assignsubmission_file_/{long_name}": NB,
+        "Bob Roe_3002_assignsubmission_file_/XXXXXXXX.ipynb": NB,
+        f"Cy Poe_3003_assignsubmission_file_/{A}.ipynb": NB,
+    }
+    path = _moodle_zip(tmp_path / "moodle.zip", entries)
+    data = bytearray(path.read_bytes())  # Bob's name: invalid UTF-8, flagged UTF-8 (bit 11)
+    data[:] = data.replace(b"XXXXXXXX", b"\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8")
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(signature)
+        while at >= 0:
+            data[at + flags_at] |= 0x00
+            data[at + flags_at + 1] |= 0x08  # 0x800, little-endian
+            at = data.find(signature, at + 4)
+    path.write_bytes(bytes(data))
+    with pytest.raises(UnicodeDecodeError):  # why collect once stopped here
+        zipfile.ZipFile(path)
+    assert collect.main([str(path), A, "--course", str(course)]) == 0
+    out = capsys.readouterr().out
+    assert "SKIPPED Bob Roe_3002_assignsubmission_file_/" in out and "not valid UTF-8" in out
+    folders = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{A}"))
+    assert folders == ["3001", "3003"]
+    stored = [p.name for p in (course / "submitted" / "3001" / A).glob("*.ipynb")]
+    assert len(stored) == 1 and len(stored[0].encode()) <= 200 and stored[0].startswith("作业"), stored
+    assert {s.id for s in roster.read_roster(course).values()} == {"3001", "3003"}

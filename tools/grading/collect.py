@@ -69,6 +69,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from .archive import canvas_match, readable_zip, stored_name
 from .repair import expected_notebooks, match_notebook
 from .roster import (
     Student,
@@ -95,10 +96,6 @@ MOODLE_FLAT = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugi
 # add_upload_submission appends "_<attachment id>_<display name>"; online text is
 # "<that>_text.html" (add_text_or_url). The name is the sortable name lower-cased
 # with every non-word character removed: it may hold "_" but never "_<digits>_".
-CANVAS = re.compile(
-    r"^(?:(?P<name>\w+?)_)??(?P<late>LATE_)?"
-    r"(?P<id>\d+|anon_[A-Za-z0-9]+)_(?P<sub>\d+)_(?P<file>.+)$"
-)
 CANVAS_TEXT = re.compile(
     r"^(?:(?P<name>\w+?)_)??(?P<late>LATE_)?(?P<id>\d+|anon_[A-Za-z0-9]+)_"
     r"(?P<file>text|link)\.html$"
@@ -127,7 +124,7 @@ def uploader(entry: str, wrapper: str | None = None) -> tuple[Student, str] | No
     flat = MOODLE_FLAT.match(parts[-1])  # Moodle without "download in folders"
     if flat:
         return _platform("moodle", flat), flat[4]
-    canvas = CANVAS.match(parts[-1]) or CANVAS_TEXT.match(parts[-1])
+    canvas = canvas_match(parts[-1]) or CANVAS_TEXT.match(parts[-1])
     if canvas and len(parts) == 1:
         file = canvas["file"]
         return _platform("canvas", canvas), file if "." in file else f"{file}.html"
@@ -140,7 +137,7 @@ def uploader(entry: str, wrapper: str | None = None) -> tuple[Student, str] | No
     return None
 
 
-def _platform(platform: str, match: re.Match) -> Student:
+def _platform(platform: str, match) -> Student:
     """The student a platform's entry names; Canvas's lower-cased sortable name is
     kept as it is (a roster gives the display name), an anonymous one has none."""
     name = (match["name"] or "").strip()
@@ -149,7 +146,7 @@ def _platform(platform: str, match: re.Match) -> Student:
 
 def late_marker(entry: str) -> bool:
     """Whether Canvas marked this entry's submission late (``_LATE_`` in its name)."""
-    found = CANVAS.match(PurePosixPath(entry).name)
+    found = canvas_match(PurePosixPath(entry).name)
     return bool(found and found["late"])
 
 
@@ -280,8 +277,13 @@ def collect(
     other_files: dict[tuple, list[str]] = {}
     late: set[tuple] = set()  # Canvas's LATE marker
     done, skipped = [], []
-    with zipfile.ZipFile(zip_path) as archive:
-        infos = [i for i in archive.infolist() if not i.is_dir()]
+    scratch = tempfile.TemporaryDirectory(prefix="aiayn-collect-")
+    zip_path, bad_names = readable_zip(zip_path, Path(scratch.name))
+    with scratch, zipfile.ZipFile(zip_path) as archive:
+        infos = [i for i in archive.infolist() if not i.is_dir() and i.filename not in bad_names]
+        for bad in bad_names:
+            why = "its name is not valid UTF-8 (as the zip says it is)"
+            skipped.append(f"SKIPPED {printable(bad, escape=True)}: {why}")
         entries = [i.filename for i in infos]
         wrapper = _wrapper([e for e in entries if not _ignored(PurePosixPath(e).parts)])
         for info in infos:
@@ -463,10 +465,15 @@ def _store(archive, course, assignment, name, student, files, limits) -> tuple:
         # the assignment's own notebook first, so that extras cannot crowd it out
         order = sorted(files.items(), key=lambda kv: kv[0] != name)
         for filename, (when, entry) in order:
-            target = staged / filename
+            target = staged / stored_name(filename)
             budget = min(per_notebook, left)
-            with archive.open(entry) as src, open(target, "wb") as dst:
-                size = _copy(src, dst, budget)
+            try:
+                with archive.open(entry) as src, open(target, "wb") as dst:
+                    size = _copy(src, dst, budget)
+            except (OSError, zipfile.BadZipFile, RuntimeError, ValueError, EOFError) as err:
+                target.unlink(missing_ok=True)  # this file only: the others go on
+                refused.append(f"SKIPPED {printable(entry, escape=True)}: {type(err).__name__}: {err}"[:400])
+                continue
             if size < 0:
                 target.unlink()
                 if budget < per_notebook:
@@ -480,7 +487,7 @@ def _store(archive, course, assignment, name, student, files, limits) -> tuple:
             if when is not None:
                 seconds = when.replace(tzinfo=dt.UTC).timestamp()
                 os.utime(target, (seconds, seconds))
-        kept = {f: v for f, v in files.items() if (staged / f).is_file()}
+        kept = {stored_name(f): v for f, v in files.items() if (staged / stored_name(f)).is_file()}
         if not kept:
             return f"NO NOTEBOOK from {_show(student)}: every one refused", refused
         path, _ = match_notebook(staged, name)
