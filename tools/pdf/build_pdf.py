@@ -97,6 +97,25 @@ def book_facts(book: Path) -> dict:
     }
 
 
+_GREEK_NAMES = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho"
+_GREEK_NAMES += " varsigma sigma tau upsilon phi chi psi omega"
+GREEK = {n: chr(0x3B1 + i) for i, n in enumerate(_GREEK_NAMES.split())}
+SYMBOLS = {"times": "\u00d7", "cdot": "\u00b7", "infty": "\u221e", "in": "\u2208", "le": "\u2264", "ge": "\u2265",
+           "to": "\u2192", "approx": "\u2248", "sum": "\u2211", "ldots": "...", "dots": "..."}  # fmt: skip
+
+
+def plain(text: str) -> str:
+    """A heading's text for its bookmark: inline TeX (``\\(\\sqrt{d_k}\\)``) as readable text (``\u221ad_k``)."""
+
+    def tex(m: re.Match) -> str:
+        s = re.sub(r"\\sqrt\{([^{}]*)\}", "\u221a\\1", m.group(1))
+        s = re.sub(r"\\(?:text|mathrm|mathbf|mathit|operatorname)\{([^{}]*)\}", r"\1", s)
+        s = re.sub(r"\\([A-Za-z]+)", lambda w: GREEK.get(w.group(1), SYMBOLS.get(w.group(1), w.group(1))), s)
+        return s.replace("{", "").replace("}", "").replace("\\", "")
+
+    return " ".join(re.sub(r"\\\((.*?)\\\)", tex, text).split())
+
+
 def _is_external(href: str) -> bool:
     return bool(re.match(r"[a-z][a-z0-9+.-]*:", href)) or href.startswith("//")
 
@@ -266,8 +285,11 @@ def assemble(site: Path, book: Path, edition: str, out_html: Path) -> dict:
             elif not src.endswith(".svg"):
                 report["raster_images"] += 1
 
+        for h in article.find_all(re.compile(r"^h[1-6]$")):
+            h["data-bookmark"] = plain(h.get_text(" ", strip=True))
+            report.setdefault("headings", []).append({"level": int(h.name[1]), "text": h["data-bookmark"]})
         h1 = article.find("h1")
-        heading = h1.get_text(" ", strip=True) if h1 else page
+        heading = h1["data-bookmark"] if h1 else page
         section = out.new_tag("section", attrs={"class": "pdf-chapter", "id": prefix, "data-page": page})
         section["data-n"] = str(number)
         for child in list(article.children):
@@ -276,7 +298,7 @@ def assemble(site: Path, book: Path, edition: str, out_html: Path) -> dict:
         sections = [
             {
                 "id": h.find_parent("section")["id"] if h.find_parent("section") else "",
-                "title": h.get_text(" ", strip=True),
+                "title": h["data-bookmark"],
             }
             for h in section.find_all("h2")
         ]
@@ -403,7 +425,8 @@ def print_pdf(html: Path, pdf: Path, report: dict, timeout_s: float = 420) -> di
         report["page_errors"] = errors
 
         options = {"prefer_css_page_size": True, "print_background": True, "outline": True, "tagged": True}
-        first = pypdf.PdfReader(io.BytesIO(page.pdf(**options)))
+        # the first print only tells where each link's target landed (its named destinations)
+        first = pypdf.PdfReader(io.BytesIO(page.pdf(**{**options, "outline": False, "tagged": False})))
         report["first_print_s"] = round(time.monotonic() - start, 1)
         numbers = {}
         for name, dest in first.named_destinations.items():
@@ -420,11 +443,38 @@ def print_pdf(html: Path, pdf: Path, report: dict, timeout_s: float = 420) -> di
             numbers,
         )
         report["toc_missing"] = missing
-        pdf.parent.mkdir(parents=True, exist_ok=True)
-        pdf.write_bytes(page.pdf(**options))
-        report["second_print_s"] = round(time.monotonic() - start, 1)
         report["pages_first_pass"] = len(first.pages)
+        pdf.parent.mkdir(parents=True, exist_ok=True)
+        titles = page.evaluate(
+            "() => [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map("
+            "(h) => h.dataset.bookmark || h.textContent.trim().replace(/\\s+/g, ' '))"
+        )
+        final = pypdf.PdfReader(io.BytesIO(page.pdf(**options)))
+        report["second_print_s"] = round(time.monotonic() - start, 1)
         browser.close()
+    # Chromium's bookmarks follow the headings, but their titles may repeat a heading's first
+    # line: they get the headings' own text (TeX made readable), in the same order
+    writer = pypdf.PdfWriter(clone_from=final)
+    items = []
+    node = writer._root_object["/Outlines"].get_object().get("/First") if "/Outlines" in writer._root_object else None
+
+    def walk(item) -> None:
+        while item is not None:
+            obj = item.get_object()
+            items.append(obj)
+            if "/First" in obj:
+                walk(obj["/First"])
+            item = obj.get("/Next")
+
+    walk(node)
+    if len(items) != len(titles):
+        raise SystemExit(f"pdf: expected a bookmark for each of the {len(titles)} headings, got {len(items)}")
+    for obj, title in zip(items, titles, strict=True):
+        obj[pypdf.generic.NameObject("/Title")] = pypdf.generic.TextStringObject(title)
+    pdf.parent.mkdir(parents=True, exist_ok=True)
+    with open(pdf, "wb") as f:
+        writer.write(f)
+    report["outline_s"] = round(time.monotonic() - start, 1)
     return report
 
 

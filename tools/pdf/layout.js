@@ -51,10 +51,16 @@
     }
   };
   let wrappedInput = 0;
+  const wrappedInputs = [];
   for (const pre of document.querySelectorAll("section.pdf-chapter pre")) {
     const before = wrapped;
     markWraps(pre);
-    if (!pre.closest(".cell_output, .output")) wrappedInput += wrapped - before;
+    if (!pre.closest(".cell_output, .output") && wrapped > before) {
+      wrappedInput += wrapped - before;
+      const chapter = pre.closest("section.pdf-chapter");
+      const longest = pre.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+      wrappedInputs.push({ chapter: chapter ? chapter.dataset.page : "", line: longest });
+    }
   }
 
   // A table or display equation wider than the column shrinks, down to 70 %.
@@ -101,7 +107,7 @@
   const headings = [...document.querySelectorAll("h1, h2, h3, h4, h5, h6")].map((h) => ({
     level: +h.tagName[1], text: h.textContent.trim() }));
   return {
-    column, wrapped_lines: wrapped, wrapped_input_lines: wrappedInput, pre_count: document.querySelectorAll("pre").length,
+    column, wrapped_lines: wrapped, wrapped_input_lines: wrappedInput, wrapped_inputs: wrappedInputs, pre_count: document.querySelectorAll("pre").length,
     wide_pre: widePre.map(describe), wide_tables: wideTables.map(describe), wide_math: wideMath.map(describe),
     links: links.length, broken_links: broken.map((a) => a.getAttribute("href")),
     citations: citations.map((a) => ({ href: a.getAttribute("href"), text: a.textContent.trim(),
