@@ -454,3 +454,31 @@ def check_report(data, tmp):
 @given(data=st.data())
 def test_no_string_of_a_submission_starts_a_report_line_or_sets_not_graded(data, tmp_path_factory):
     check_report(data, tmp_path_factory.mktemp("report"))
+
+
+# CSV cells (OWASP's CSV injection list): after any Unicode space, a formula's first
+# character makes the cell text; numbers stay numbers
+SPACES = " \u00a0\u1680\u2000\u2003\u2007\u200a\u2028\u2029\u202f\u205f\u3000\x0b\x0c\x85\n"
+STARTS = "=+-@|\t\r\uff1d\uff0b\uff0d\uff20"
+
+
+def check_csv_cell(data):
+    from grading.roster import spreadsheet_safe
+
+    lead = data.draw(st.text(alphabet=st.sampled_from(SPACES), max_size=3), label="spaces")
+    start = data.draw(st.sampled_from(STARTS), label="first")
+    rest = data.draw(st.text(max_size=12), label="rest")
+    cell = spreadsheet_safe(lead + start + rest)
+    try:
+        float(cell)
+    except ValueError:
+        assert cell.startswith("'"), repr(cell)
+    assert not any(ch in cell for ch in "\r\n\u2028\u2029\x85"), repr(cell)
+    number = data.draw(st.floats(allow_nan=False, allow_infinity=False), label="number")
+    assert spreadsheet_safe(repr(number)) == repr(number)
+
+
+@_profile(QUICK * 25)
+@given(st.data())
+def test_a_csv_cell_that_could_start_a_formula_is_text(data):
+    check_csv_cell(data)

@@ -344,9 +344,9 @@ def write_moodle(rows: list[dict], assignment: str, path: Path, now: dt.datetime
                         r["email"],
                         number(r["score"]),
                         number(r["max_score"]),
-                        "-",  # never newer than a grade set in Moodle
                     ]
                 )
+                + ["-"]  # never newer than a grade set in Moodle; a lone sign is no formula
             )
     return []
 

@@ -137,7 +137,7 @@ def read_roster(course: Path) -> dict[str, Student]:
 
 def _unsafe(cell: str) -> str:
     """A cell ``spreadsheet_safe`` wrote, as it was (its leading ``'`` removed)."""
-    if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", " "):
+    if cell[:1] == "'" and (cell[1:].lstrip()[:1] in FORMULA_START or cell[1:2].isspace()):
         return cell[1:]
     return cell
 
@@ -367,17 +367,27 @@ def printable(text: str, escape: bool = False) -> str:
     return "".join(out)
 
 
+# what a spreadsheet may read as the start of a formula or a command (OWASP's CSV
+# injection list): the four signs, "|", their full-width forms, a tab, a carriage return
+FORMULA_START = frozenset("=+-@|\t\r\uff1d\uff0b\uff0d\uff20")
+
+
 def spreadsheet_safe(value: str) -> str:
-    """A CSV cell a spreadsheet shows as text: a cell that begins with ``=``, ``+``,
-    ``-``, ``@``, a tab or a carriage return (a formula to Excel, LibreOffice and
-    Google Sheets) gets a leading ``'``, unless it is a number (``-1.5``); control
-    and bidirectional characters are removed (OWASP's CSV injection advice)."""
+    """A CSV cell a spreadsheet shows as text: a cell whose first character, or first
+    after any Unicode space (NBSP, U+3000, U+2028 among them), is one of
+    ``FORMULA_START`` gets a leading ``'``, unless it is a number (``-1.5``); line
+    breaks become spaces; control and bidirectional characters are removed (OWASP's
+    CSV injection advice)."""
     if not isinstance(value, str):
         raise ValueError(f"expected a cell's text, got {type(value).__name__}")
-    if value[:1] in ("\t", "\r"):
-        return "'" + printable(value.replace("\r", " ")).replace("\n", " ")
-    text = printable(value).replace("\n", " ")
-    if text[:1] in ("=", "+", "-", "@"):
+    first = value.lstrip(
+        " \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+        "\u2028\u2029\u202f\u205f\u3000\x0b\x0c\x1c\x1d\x1e\x1f\x85\n"
+    )[:1]
+    text = printable(value.replace("\r", " "))
+    for brk in "\n\u2028\u2029\x85":
+        text = text.replace(brk, " ")
+    if first in FORMULA_START or text.lstrip()[:1] in FORMULA_START:
         try:
             float(text)
         except ValueError:
