@@ -99,3 +99,22 @@ def test_the_guides_score_table_is_the_graders_own_results_row_by_row():
             answers = test_grading.test_assignments._with_bug(solutions, test_grading.BUGS[bug], bug)
             graded = grading_harness.grade("assignment1", grading_harness.filled("assignment1", answers))
             assert {t for t, why in graded.failures.items() if why} == lost, (bug, graded.failures)
+
+
+def test_python_m_grading_runs_each_command_and_refuses_others(capsys):
+    """Grading's entry point inside tools/grading/ (issue 52 item 2): ``python -m grading
+    collect|grade|export`` with tools/ on the path, the same functions as the thin
+    tools/grade.py and tools/collect.py (which a course's nbgrader_config.py imports)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "tools"))
+    refused = subprocess.run([sys.executable, "-m", "grading", "regrade"], env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "expected a command, got regrade" in refused.stderr
+    from grading import __main__ as entry
+
+    for command, option in (("collect", "--utc-offset"), ("grade", "--cell-timeout"), ("export", "--worksheet")):
+        with pytest.raises(SystemExit) as done:
+            entry.main([command, "--help"])
+        assert done.value.code == 0 and option in capsys.readouterr().out, command
+    assert entry.main([]) == 2

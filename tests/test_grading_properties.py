@@ -482,3 +482,17 @@ def check_csv_cell(data):
 @given(st.data())
 def test_a_csv_cell_that_could_start_a_formula_is_text(data):
     check_csv_cell(data)
+
+
+def test_a_cleanup_of_the_books_modules_does_not_stop_the_hidden_tests():
+    """test_grading_hostile_two's package-import payload pops every module named
+    "aiayn_..." from sys.modules; the grader's runner (``_grading_runner``) is not among
+    them, so the hidden tests still run and find the package by identity."""
+    import test_grading_hostile_two as two
+
+    answers = h.solutions("assignment1")
+    answers["sdpa_answer"] = two.PACKAGE_IMPORT
+    graded = h.grade("assignment1", h.filled("assignment1", answers))
+    assert graded.score == 0
+    for why in graded.failures.values():
+        assert "own work" in why and "aiayn_helpers.attention.scaled_dot_product_attention" in why, why

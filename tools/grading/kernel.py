@@ -7,8 +7,9 @@
   loads the hidden tests as code objects compiled in the grader's process (marshal,
   no source text: nothing for an event hook, ``inspect`` or a traceback to show), runs
   the grader's helpers and ``KERNEL`` into a namespace of the grader's own, and
-  registers ``run`` as the module ``aiayn_grader``;
-* each judged test cell becomes one line, ``aiayn_grader.run(grade id)``: its hidden
+  registers ``run`` as the module ``_grading_runner`` (a name no clean-up of the
+  book's "aiayn_" modules meets);
+* each judged test cell becomes one line, ``_grading_runner.run(grade id)``: its hidden
   tests run in that namespace. A name there is the grader's (its helpers, the builtins
   as they were at setup); only the names the course's answer cells define
   (``scaled_dot_product_attention``, ``MultiHeadAttention``, ...) are looked up in the
@@ -63,9 +64,9 @@ def _aiayn_setup(blobs, answers, version):  # aiayn-grader-setup
     def run(key):
         exec(codes[key], space)
 
-    module = types.ModuleType("aiayn_grader")
+    module = types.ModuleType("_grading_runner")
     module.run = run
-    sys.modules["aiayn_grader"] = module
+    sys.modules["_grading_runner"] = module
     for cache in (linecache.cache, getattr(linecache, "_ipython_cache", {})):
         for key, entry in list(cache.items()):
             lines = entry[2] if isinstance(entry, tuple) and len(entry) > 2 else []
@@ -77,7 +78,7 @@ def _aiayn_setup(blobs, answers, version):  # aiayn-grader-setup
 _aiayn_setup(BLOBS, ANSWERS, VERSION)
 del _aiayn_setup
 """
-STUB = '__import__("sys").modules["aiayn_grader"].run({key!r})\n'
+STUB = '__import__("sys").modules["_grading_runner"].run({key!r})\n'
 HELPER_STUB = "pass  # the grader's helpers ran before the notebook (its first cell)\n"
 
 
