@@ -180,23 +180,23 @@ editions: setup
 	$(BIN)/python tools/editions/make_editions.py --student _student --out _editions
 
 # Collect a course platform's zip of downloads (Moodle, Canvas, a folder per student) into
-# _grading/submitted/<student>/<assignment>/, with each submission's time (tools/collect.py).
+# _grading/submitted/<student>/<assignment>/, with each submission's time (python -m grading collect).
 # Moodle: WORKSHEET= the assignment's grading worksheet keys each student by the email.
 # Canvas: TIMES= a CSV of submission times (user_id, submitted_at), as its zip has none.
 collect: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
 	@test -n "$(ZIP)" || { echo "usage: make collect ZIP=downloads.zip A=assignment1"; exit 2; }
-	$(BIN)/python tools/collect.py "$(ZIP)" $(or $(A),assignment1) $(if $(ROSTER),--roster "$(ROSTER)") \
+	PYTHONPATH=tools $(BIN)/python -m grading collect "$(ZIP)" $(or $(A),assignment1) $(if $(ROSTER),--roster "$(ROSTER)") \
 		$(if $(WORKSHEET),--worksheet "$(WORKSHEET)") $(if $(TIMES),--times "$(TIMES)")
 
 # Grade an nbgrader assignment (default assignment1) in _grading/, written by `make student`:
 # submissions go in _grading/submitted/<student>/<assignment>/ (make collect); scores in
 # _grading/grades.csv, what grading changed in _grading/reports/. New and resubmitted work is
 # graded; due dates and late policy in book/autograder/deadlines.toml. Every submission runs in
-# a sandbox (tools/grade.py; the instructor guide).
+# a sandbox (python -m grading grade, tools/grading/; the instructor guide).
 grade: setup
 	@test -f _grading/nbgrader_config.py || { echo "run make student first (it writes _grading/)"; exit 1; }
-	$(BIN)/python tools/grade.py $(or $(A),assignment1) $(if $(STUDENT),--student "$(STUDENT)") \
+	PYTHONPATH=tools $(BIN)/python -m grading grade $(or $(A),assignment1) $(if $(STUDENT),--student "$(STUDENT)") \
 		$(if $(REMOVE),--remove "$(REMOVE)") $(if $(WORKERS),--workers $(WORKERS)) $(GRADE_FLAGS)
 
 # How fast grading is with one sandbox at a time and with one per core (tools/bench/bench_grading.py):
@@ -209,7 +209,7 @@ bench-grading: setup
 # Moodle: WORKSHEET= the worksheet downloaded again after an upload; EXPORT_FLAGS=--not-uploaded.
 export: setup
 	@test -f _grading/gradebook.db || { echo "nothing graded yet: make grade first"; exit 1; }
-	$(BIN)/python tools/grade.py export $(A) $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") $(EXPORT_FLAGS)
+	PYTHONPATH=tools $(BIN)/python -m grading export $(A) $(if $(WORKSHEET),--worksheet "$(WORKSHEET)") $(EXPORT_FLAGS)
 
 # One slide deck per syllabus session, generated from the chapters (tools/slides/make_slides.py):
 # _build/slides/session-NN.html and its printable speaker notes session-NN-notes.html,
