@@ -81,6 +81,68 @@ def _run(client, cell) -> list:
     return cell.outputs
 
 
+def _assigned(stmt: ast.stmt) -> set[str]:
+    names = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return names
+
+
+def answer_names(nb) -> dict[str, set[str]]:
+    """label -> the names its answer cell sets (from the student_stub metadata)."""
+    result = {}
+    for cell in nb.cells:
+        stub = cell.metadata.get("student_stub")
+        if stub:
+            label = next(label for label, code in solution_sources(nb).items() if cell.source in code)
+            result[label] = set().union(*(_assigned(s) for s in ast.parse(stub).body))
+    return result
+
+
+# The exercises whose typical wrong answers run as their slice (answer_slice): those whose
+# solution trains after computing the answer. Exercise 1.2 counts the alignment model's
+# parameters, then trains a plain model twice as wide (the chapter's third training): its
+# three slips, all in the count, ran that training three more times.
+SLICED = {"ch01-ex2"}
+# methods that change their object in place (PyTorch's trailing underscore, and the containers')
+_IN_PLACE = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "remove", "clear", "sort"}
+
+
+def _changed(stmt: ast.stmt) -> set[str]:
+    """The names a statement binds, or whose object it changes: under a subscript or an
+    attribute it assigns or deletes, or by an in-place method (``x.add_(1)``, ``d.update()``)."""
+    names = _assigned(stmt)
+    for node in ast.walk(stmt):
+        base = None
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            base = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method in _IN_PLACE or (method.endswith("_") and not method.startswith("_")):
+                base = node.func.value
+        while isinstance(base, ast.Subscript | ast.Attribute):
+            base = base.value
+        if isinstance(base, ast.Name):
+            names.add(base.id)
+    return names
+
+
+def answer_slice(solution: str, answers: set[str]) -> str:
+    """The statements of a solution (asserts removed) that its answers depend on: those that
+    bind or change an answer, then, backwards, those that bind or change what they read. A
+    typical wrong answer of an exercise in SLICED runs as this slice."""
+    statements = ast.parse(answer_from(solution)).body
+    needed, kept = set(answers), []
+    for stmt in reversed(statements):
+        if _changed(stmt) & needed:
+            kept.append(stmt)
+            needed |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    return "\n".join(ast.unparse(stmt) for stmt in kept[::-1])
+
+
 def right_answers_pass_and_wrong_ones_are_reported(path, slips, also_right):
     """The chapter run with its answer cells filled: every cell runs (a check says right),
     every unanswered stub says so, every typical wrong answer (``slips``: a chapter's entries
@@ -123,13 +185,27 @@ def right_answers_pass_and_wrong_ones_are_reported(path, slips, also_right):
             text = "".join(o.get("text", "") for o in outputs)
             assert f"○ {exercise_name(label)}: not answered yet" in text, f"{label} unanswered: {outputs}"
 
+        # A typical wrong answer of an exercise in SLICED runs as its slice (answer_slice) where
+        # the slice is shorter than the solution, holds the slip, and its right version alone
+        # gets "right" from the check (what the slice leaves out does not change the answer);
+        # else, and for every other exercise, the whole answer runs.
+        names, sliced = answer_names(original), {}
         for label, changes, *message in slips:
             wrong = solutions[label]
             for old, new in changes:
                 assert old in wrong, f"{label}: {old!r} is not in the solution any more"
                 wrong = wrong.replace(old, new)
-            answer = nbformat.v4.new_code_cell(answer_from(wrong))
             checker = nbformat.v4.new_code_cell(next(c.source for c in student.cells if c.id == f"check-{label}"))
+            if label not in sliced:
+                right = answer_slice(solutions[label], names[label])
+                whole = ast.unparse(ast.parse(answer_from(solutions[label])))
+                shorter = label in SLICED and right.count("\n") < whole.count("\n")
+                if shorter:
+                    said = _run(client, nbformat.v4.new_code_cell(right)) + _run(client, nbformat.from_dict(checker))
+                    shorter = f"✓ {exercise_name(label)}: right." in "".join(o.get("text", "") for o in said)
+                sliced[label] = right if shorter else None
+            code = answer_slice(wrong, names[label]) if sliced[label] is not None else None
+            answer = nbformat.v4.new_code_cell(code if code not in (None, sliced[label]) else answer_from(wrong))
             outputs = _run(client, answer) + _run(client, checker)
             errors = [o for o in outputs if o.output_type == "error"]
             assert errors, f"{label}: the wrong answer {changes} passed its check"

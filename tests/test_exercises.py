@@ -19,7 +19,7 @@ import test_exercises_ch04_06_a
 import test_exercises_ch07_09
 import test_exercises_ch08_10
 import torch
-from exercise_runs import NOTEBOOKS, exercise_labels, make_student
+from exercise_runs import NOTEBOOKS, ROOT, answer_names, answer_slice, exercise_labels, make_student, solution_sources
 
 from aiayn_helpers.course.exercises import (
     OneOf,
@@ -367,6 +367,24 @@ def test_every_chapter_is_run_by_one_exercise_file():
     runs = [set(group.WRONG) for group in GROUPS]
     assert sorted(name for names in runs for name in names) == sorted(p.name for p in NOTEBOOKS)
     assert all(set(group.ALSO_RIGHT) <= set(group.WRONG) for group in GROUPS), "an also-right answer run elsewhere"
+
+
+def test_a_slip_of_a_sliced_exercise_runs_only_what_its_answer_depends_on():
+    solution = (
+        "n = count(model)\ntorch.manual_seed(0)\nwide = Wide()\n_ = train(wide)\nratio = count(wide) / n\nprint(n)"
+    )
+    assert answer_slice(solution, {"n"}) == "n = count(model)"
+    assert answer_slice("a = 1\nb = a + 1\nc = 5\nanswer = b * 2\nassert answer", {"answer"}) == (
+        "a = 1\nb = a + 1\nanswer = b * 2"
+    )
+    loop = "peaks = {}\nfor k in (1, 2):\n    peaks[k] = f(k)\nother = g()"
+    assert answer_slice(loop, {"peaks"}) == "peaks = {}\nfor k in (1, 2):\n    peaks[k] = f(k)"
+    assert answer_slice("x = torch.zeros(3)\nx.add_(1)\ny = x.sum()", {"x"}) == "x = torch.zeros(3)\nx.add_(1)"
+    nb = nbformat.read(ROOT / "notebooks" / "01_history_of_attention.ipynb", as_version=4)
+    slice_12 = answer_slice(solution_sources(nb)["ch01-ex2"], answer_names(nb)["ch01-ex2"])
+    assert (
+        "alignment_model = " in slice_12 and "train(" not in slice_12 and "train(" in solution_sources(nb)["ch01-ex2"]
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

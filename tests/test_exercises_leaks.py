@@ -7,7 +7,7 @@ import ast
 
 import nbformat
 import pytest
-from exercise_runs import NOTEBOOKS, answer_from, solution_sources
+from exercise_runs import NOTEBOOKS, _assigned, answer_from, answer_names, solution_sources
 
 # ------------------------------------------------------- check cells give nothing away
 #
@@ -78,16 +78,6 @@ def _shape(node: ast.AST) -> str:
     return ast.dump(_Anonymous().visit(copy.deepcopy(node)), annotate_fields=False)
 
 
-def _assigned(stmt: ast.stmt) -> set[str]:
-    names = set()
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names.add(node.name)
-    return names
-
-
 def answer_code(solution: str, answers: set[str]) -> list[ast.stmt]:
     """The solution's top-level statements the answers depend on (asserts removed)."""
     statements = ast.parse(answer_from(solution)).body
@@ -140,17 +130,6 @@ def leaks(check_source: str, solution: str, answers: set[str]) -> list[str]:
     return found
 
 
-def _answers(nb) -> dict[str, set[str]]:
-    """label -> the names its answer cell sets (from the student_stub metadata)."""
-    result = {}
-    for cell in nb.cells:
-        stub = cell.metadata.get("student_stub")
-        if stub:
-            label = next(label for label, code in solution_sources(nb).items() if cell.source in code)
-            result[label] = set().union(*(_assigned(s) for s in ast.parse(stub).body))
-    return result
-
-
 def test_the_leak_rules_catch_what_they_are_for():
     solution = "pads = torch.full((2, 3), PAD)\nlogits_padded = model(src, torch.cat([tgt_in, pads], 1))\nx = 3"
     answers = {"logits_padded"}
@@ -177,7 +156,7 @@ def test_the_leak_rules_catch_what_they_are_for():
 )  # fmt: skip
 def test_no_check_cell_gives_the_answer_away(path):
     nb = nbformat.read(path, as_version=4)
-    solutions, answers = solution_sources(nb), _answers(nb)
+    solutions, answers = solution_sources(nb), answer_names(nb)
     found = {}
     for cell in nb.cells:
         if "exercise-check" in cell.metadata.get("tags", []):
