@@ -142,8 +142,11 @@ def _press_translate(page, text: str):
 
 
 def _wait_idle(page):
+    """Until the first box is idle (data-state, which view.js sets; on a site before it,
+    until its status is no longer a "..." or "Loading" one)."""
     page.wait_for_function(
         "() => { const b = document.querySelector('.aiayn-translator');"
+        " if (b.dataset.state) return b.dataset.state === 'idle';"
         " return !b.querySelector('.tr-status').textContent.endsWith('...')"
         " && !b.querySelector('.tr-status').textContent.startsWith('Loading'); }"
     )
@@ -247,6 +250,15 @@ def test_stop_while_decoding_and_one_translation_at_a_time(reader):
     page.wait_for_timeout(400)
     box.locator("button.tr-stop").click()
     assert "decoding, at step" in _status(page), _status(page)
+    # pressed again at once: the stopped run, ending in the worker a step later, must
+    # not mark the new one as finished
+    box.locator("button.tr-translate").click()
+    page.wait_for_timeout(500)
+    assert box.get_attribute("data-state") == "running"
+    box.locator("textarea").press("Control+Enter")
+    assert "already running" in _status(page), _status(page)
+    _wait_idle(page)
+    assert _status(page).startswith("Translated in"), _status(page)
     _press_translate(page, "Zwei Hunde spielen im Schnee.")
     _wait_idle(page)
     assert _status(page).startswith("Translated in"), _status(page)

@@ -216,14 +216,17 @@ function box(root, index) {
       const message = String(err && err.message ? err.message : err);
       say(`The translator failed: ${message}. Press Translate to try again (it starts from the beginning).`);
     } finally {
-      progressListeners.delete(showProgress);
-      progress.hidden = true;
-      progressText.hidden = true;
-      if (current === mine) current = null;
-      if (busy === root) busy = null;
-      setRunning(false);
-      // focus stays where the reader is: on the button they pressed, or the box
-      if (document.activeElement === document.body || document.activeElement === null) input.focus();
+      // a run that Stop ended was tidied up by Stop, and the box may run another by now
+      if (current === mine) {
+        current = null;
+        progressListeners.delete(showProgress);
+        progress.hidden = true;
+        progressText.hidden = true;
+        if (busy === root) busy = null;
+        setRunning(false);
+        // focus stays where the reader is: on the button they pressed, or the box
+        if (document.activeElement === document.body || document.activeElement === null) input.focus();
+      }
     }
   }
   translate.addEventListener("click", () => {
