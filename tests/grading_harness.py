@@ -23,6 +23,7 @@ Not a test file (pytest collects only ``test_*.py``).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
 import functools
@@ -154,12 +155,19 @@ def run_cells(nb: nbformat.NotebookNode, seed: int = 0) -> list[dict]:
     # a kernel of its own: the book's package not imported yet (the own-work check reads
     # sys.modules), whatever this process imported before
     ours = {k: sys.modules.pop(k) for k in list(sys.modules) if k.split(".")[0] == "aiayn_helpers"}
+    modules, names = set(sys.modules), dict(vars(builtins))  # what a notebook may add or change
     try:
         return _run_cells(nb, seed, namespace, frames)
     finally:
-        for k in [k for k in sys.modules if k.split(".")[0] == "aiayn_helpers"]:
-            del sys.modules[k]
+        for k in [k for k in sys.modules if k.split(".")[0] == "aiayn_helpers" or k not in modules]:
+            if k.split(".")[0] == "aiayn_helpers" or k == "_grading_runner":
+                del sys.modules[k]
         sys.modules.update(ours)
+        for k in set(vars(builtins)) - set(names):
+            delattr(builtins, k)
+        for k, v in names.items():
+            if vars(builtins).get(k) is not v:
+                setattr(builtins, k, v)
 
 
 def _run_cells(nb, seed, namespace, frames):

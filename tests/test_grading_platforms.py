@@ -351,3 +351,23 @@ def test_collect_never_stops_for_one_file(tmp_path, capsys):
     stored = [p.name for p in (course / "submitted" / "3001" / A).glob("*.ipynb")]
     assert len(stored) == 1 and len(stored[0].encode()) <= 200 and stored[0].startswith("作业"), stored
     assert {s.id for s in roster.read_roster(course).values()} == {"3001", "3003"}
+
+
+def test_a_submission_that_is_no_notebook_scores_0_with_its_reason_everywhere(tmp_path, monkeypatch):
+    """Issue 51 item 8: the grader's SCORED 0 (not a notebook, metadata nbgrader cannot
+    read) is a 0 with its reason in grades.csv and every export, never an empty grade
+    (Moodle's default aggregation skips those)."""
+    from grading.repair import forget, note
+
+    course, done = _exported(tmp_path, monkeypatch, "")
+    forget(course, A, "pd-x")  # not the machine's failure this time: no notebook at all
+    note(course, A, "pd-x", "SCORED 0: assignment1.ipynb is not a notebook (NotJSONError: ...)")
+    from grading import export
+
+    export.export(course, None, tmp_path / "decisions.toml", tmp_path / "none.toml", not_uploaded=True)
+    header, *rows = _rows(course / "grades.csv")
+    row = dict(zip(header, next(r for r in rows if r[3] == "pd-x"), strict=True))
+    assert row["score"] == "0" and row["autograded_score"] == "0", row
+    assert row["reasons"].startswith("0: assignment1.ipynb is not a notebook"), row
+    sheet = {r[0]: r for r in _rows(course / "exports" / f"{A}-moodle-grades.csv")}
+    assert sheet["Participant 2002"][3] == "0"  # Grade

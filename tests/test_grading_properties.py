@@ -496,3 +496,15 @@ def test_a_cleanup_of_the_books_modules_does_not_stop_the_hidden_tests():
     assert graded.score == 0
     for why in graded.failures.values():
         assert "own work" in why and "aiayn_helpers.attention.scaled_dot_product_attention" in why, why
+
+
+def test_an_answer_cell_marked_as_a_test_of_50_points_is_restored_and_graded():
+    """Issue 51 item 8: an answer cell whose metadata says ``grade: true, points: 50``
+    made nbgrader fail and left the grade empty; its metadata comes back from the
+    release (said in the report) and the notebook is graded as it is."""
+    nb = h.filled("assignment1")
+    cell = nb.cells[_answer_index(nb, "sdpa_answer")]
+    cell.metadata["nbgrader"].update(grade=True, points=50)
+    graded = h.grade("assignment1", nb)
+    assert graded.score == h.full("assignment1"), graded.failures
+    assert "cell sdpa_answer: its nbgrader metadata was changed; restored from the release" in graded.notes

@@ -65,7 +65,7 @@ from .feedback import number, stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
 from .limits import SCOPED, memory_scope, systemd_scope
-from .repair import NOTES, forget, not_graded_reasons, note, prepare_submissions
+from .repair import NOTES, SCORED_0, forget, not_graded_reasons, note, prepare_submissions
 from .roster import display, printable, read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
 
@@ -325,8 +325,10 @@ def main(argv: list[str] | None = None) -> int:
             if any(folder.glob("*.ipynb")):
                 graded[student] = digest
             elif student in stale and not not_graded_reasons(course, args.assignment, student):
-                why = f"nbgrader could not grade it ({where})"
-                note(course, args.assignment, student, f"NOT GRADED: {why}")
+                # the sandbox started (else NOT GRADED above): nbgrader failed on the
+                # notebook itself (its metadata, its structure): 0, with the reason
+                why = f"nbgrader could not grade the notebook, as handed in ({where})"
+                note(course, args.assignment, student, f"{SCORED_0}: {why}")
         graded = {k: v for k, v in graded.items() if k in digests}
         (reports / "graded.json").write_text(json.dumps(graded, indent=1))
         stage = "writing grades.csv"

@@ -155,7 +155,8 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
                 "max_score": decisions.points.get(g.assignment),
             }
     not_graded = _not_graded(course)
-    for key in not_graded:
+    zeroed = _zeroed(course)
+    for key in [*not_graded, *zeroed]:
         if key not in rows:  # nbgrader wrote no submission: a row that says why
             rows[key] = {
                 "assignment": key[0],
@@ -174,6 +175,11 @@ def grade_rows(course: Path, decisions: Decisions) -> list[dict]:
         if row["raw_score"] is not None and why_not is None:
             auto = max(0.0, row["raw_score"] - row["late_submission_penalty"])
         score, reasons, decided = auto, [], []  # decided: for the feedback page
+        why_zero = zeroed.get((assignment, sid))
+        if why_zero is not None and why_not is None:  # not gradable: 0, never empty
+            row = {**row, "raw_score": 0.0, "late_submission_penalty": 0.0}
+            auto = score = 0.0
+            reasons.append(f"0: {why_zero}")
         warnings = []
         if why_not is not None:
             row = {**row, "raw_score": None, "late_submission_penalty": None}
@@ -248,6 +254,20 @@ def _not_graded(course: Path) -> dict[tuple[str, str], str]:
         if path.stem.startswith(REFUSED_PREFIX):
             continue
         why = not_graded_reasons(course, path.parent.name, path.stem)  # the grader's field
+        if why:
+            found[(path.parent.name, path.stem)] = "; ".join(why)
+    return found
+
+
+def _zeroed(course: Path) -> dict[tuple[str, str], str]:
+    """{(assignment, student): why}: the submissions that score 0 without being graded
+    (the ``zero`` field of the verdict: not a notebook, metadata nbgrader cannot read)."""
+    from .folders import REFUSED_PREFIX
+    from .repair import NOTES, zero_reasons
+
+    found = {}
+    for path in sorted((course / NOTES).glob("*/*.txt")):
+        why = [] if path.stem.startswith(REFUSED_PREFIX) else zero_reasons(course, path.parent.name, path.stem)
         if why:
             found[(path.parent.name, path.stem)] = "; ".join(why)
     return found

@@ -5,9 +5,10 @@ Whatever is done is written, per student, to ``<course>/reports/<assignment>/
 
 * a misnamed notebook (``assignment1 (1).ipynb``, ``Assignment1.ipynb``, the only
   notebook there is) is renamed to the assignment's (``match_notebook``); with none
-  that fits, or an unreadable one, the student is named as NOT GRADED (no score) and
-  the others are graded as usual;
-* cells whose nbgrader metadata was stripped (copied into a fresh notebook) get it
+  that fits, the student is named as NOT GRADED (no score); a notebook that cannot be
+  read scores 0 with the reason (SCORED 0); the others are graded as usual;
+* cells whose nbgrader metadata was stripped (copied into a fresh notebook) or
+  changed (an answer cell marked ``grade: true, points: 50``) get the release's
   back, matched by grade id, cell id, source or place (``recover_cells``); a deleted
   test cell is put back from the release and an edited one restored, so neither
   raises a grade, and both are reported (``RecoverCells``, ``RestoreCells``, which
@@ -37,7 +38,8 @@ def _course_of(resources: dict) -> Path | None:
     return Path(path).resolve().parents[2] if path else None
 
 
-NOT_GRADED = "NOT GRADED"
+NOT_GRADED = "NOT GRADED"  # the grader could not grade: no score (the machine's doing)
+SCORED_0 = "SCORED 0"  # the submission cannot be graded (not a notebook): 0, with the reason
 # every character str.splitlines() ends a line at: none reaches a report's line
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
@@ -104,10 +106,18 @@ def note(course: Path, assignment: str, student: str, text: str) -> None:
     line = one_line(text.rstrip())
     with open(folder / f"{student}.txt", "a", encoding="utf-8") as f:
         f.write(line + "\n")
-    if line.startswith(NOT_GRADED):
-        reasons = not_graded_reasons(course, assignment, student)
-        why = line.removeprefix(NOT_GRADED).lstrip(":").strip()
-        update_verdict(course, assignment, student, not_graded=reasons + [why])
+    for prefix, field in ((NOT_GRADED, "not_graded"), (SCORED_0, "zero")):
+        if line.startswith(prefix):
+            reasons = read_verdict(course, assignment, student).get(field) or []
+            why = line.removeprefix(prefix).lstrip(":").strip()
+            update_verdict(course, assignment, student, **{field: [*map(str, reasons), why]})
+
+
+def zero_reasons(course: Path, assignment: str, student: str) -> list[str]:
+    """Why the submission scores 0 without being graded (the grader's field: not a
+    notebook, metadata nbgrader cannot read); [] if none."""
+    why = read_verdict(course, assignment, student).get("zero") or []
+    return [str(w) for w in why] if isinstance(why, list) else []
 
 
 def _normal(source: str | None) -> str:
@@ -147,6 +157,12 @@ def recover_cells(nb: NotebookNode, release: NotebookNode) -> tuple[NotebookNode
             del cell.metadata["nbgrader"]
             done.append(f"removed the nbgrader metadata of a copy of cell {gid}")
     taken = set(where.values())
+    for gid, i in where.items():  # a known cell whose nbgrader metadata was changed
+        released = ref[ids.index(gid)].metadata["nbgrader"]
+        mine = nb.cells[i].metadata["nbgrader"]
+        if any(mine.get(k) != released.get(k) for k in ("grade", "solution", "locked", "points", "task")):
+            nb.cells[i].metadata["nbgrader"] = copy.deepcopy(released)
+            done.append(f"cell {gid}: its nbgrader metadata was changed; restored from the release")
 
     def claim(gid: str, i: int, how: str) -> None:
         cell, released = nb.cells[i], ref[ids.index(gid)]
@@ -360,6 +376,6 @@ def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
             except Exception as err:  # nbformat raises several kinds
                 target.rename(target.with_name(target.name + ".unreadable"))
                 why = f"{type(err).__name__}: {str(err)[:200]}"
-                text = f"NOT GRADED: {target.name} is not a readable notebook ({why})"
+                text = f"{SCORED_0}: {target.name} is not a notebook ({why})"
                 done.setdefault(student, []).append(text)
     return done
