@@ -508,3 +508,32 @@ def test_an_answer_cell_marked_as_a_test_of_50_points_is_restored_and_graded():
     graded = h.grade("assignment1", nb)
     assert graded.score == h.full("assignment1"), graded.failures
     assert "cell sdpa_answer: its nbgrader metadata was changed; restored from the release" in graded.notes
+
+
+def test_a_notebook_of_100000_cells_or_200000_outputs_is_refused_before_it_is_parsed(tmp_path):
+    """Issue 51 item 6: 100,000 empty cells (13 MB) cost nbgrader 274 CPU-s and 3.26 GB
+    outside any sandbox, 200,000 empty outputs 1.47 GB; both are refused from their
+    bytes (SCORED 0 with the reason), measured here in time and memory."""
+    import json
+    import resource
+    import time
+
+    from grading import repair
+
+    cells = json.dumps({"cells": [{"cell_type": "code", "source": "", "outputs": [], "metadata": {}}] * 100_000})
+    empty = {"output_type": "stream", "name": "stdout", "text": ""}
+    outputs = json.dumps({"cells": [{"cell_type": "code", "source": "", "outputs": [empty] * 200_000}]})
+    for name, text in (("cells", cells), ("outputs", outputs)):
+        course = tmp_path / name
+        folder = course / "submitted" / "s1" / "assignment1"
+        folder.mkdir(parents=True)
+        (folder / "assignment1.ipynb").write_text(text)
+        (course / "release" / "assignment1").mkdir(parents=True)
+        (course / "release" / "assignment1" / "assignment1.ipynb").write_text("{}")
+        before, start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
+        done = repair.prepare_submissions(course, "assignment1")
+        took, grew = time.process_time() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        print(f"{name}: {len(text) >> 20} MiB refused in {took:.2f} CPU-s, peak memory +{grew >> 10} MiB")
+        assert done["s1"][0].startswith("SCORED 0: assignment1.ipynb has too many"), done
+        assert took < 2 and grew < 200 << 10, (took, grew)
+        assert (folder / "assignment1.ipynb.refused").is_file()

@@ -65,7 +65,7 @@ from .feedback import number, stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
 from .limits import SCOPED, memory_scope, systemd_scope
-from .repair import NOTES, SCORED_0, forget, not_graded_reasons, note, prepare_submissions
+from .repair import NOTES, SCORED_0, forget, not_graded_reasons, note, prepare_submissions, zero_reasons
 from .roster import display, printable, read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
 
@@ -324,7 +324,9 @@ def main(argv: list[str] | None = None) -> int:
             folder = course / "autograded" / student / args.assignment
             if any(folder.glob("*.ipynb")):
                 graded[student] = digest
-            elif student in stale and not not_graded_reasons(course, args.assignment, student):
+            elif student in stale and not (
+                not_graded_reasons(course, args.assignment, student) or zero_reasons(course, args.assignment, student)
+            ):
                 # the sandbox started (else NOT GRADED above): nbgrader failed on the
                 # notebook itself (its metadata, its structure): 0, with the reason
                 why = f"nbgrader could not grade the notebook, as handed in ({where})"

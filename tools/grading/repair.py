@@ -350,6 +350,30 @@ def expected_notebooks(course: Path, assignment: str) -> list[str]:
     return []
 
 
+# what an assignment's notebook may hold (the released ones have under 30 cells): past
+# these, nbgrader's own processing (outside any sandbox) takes minutes and gigabytes
+# (100,000 empty cells, 13 MB: 274 CPU-s and 3.26 GB; issue 51)
+MAX_BYTES = 20 << 20
+MAX_CELLS = 2000
+MAX_OUTPUTS = 20000
+
+
+def too_large(path: Path) -> str:
+    """Why the notebook at ``path`` is refused before it is parsed ("" if it is not):
+    its size, or its cells or outputs counted in its bytes (a key of nbformat's JSON;
+    text that merely quotes one counts too, which only errs towards refusing)."""
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        return f"is too large to grade ({size >> 20} MiB, at most {MAX_BYTES >> 20} MiB)"
+    data = path.read_bytes()
+    cells, outputs = data.count(b'"cell_type"'), data.count(b'"output_type"')
+    if cells > MAX_CELLS:
+        return f"has too many cells to grade ({cells}, at most {MAX_CELLS})"
+    if outputs > MAX_OUTPUTS:
+        return f"has too many outputs to grade ({outputs}, at most {MAX_OUTPUTS})"
+    return ""
+
+
 def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
     """Give each submitted notebook its expected name; {student: what was done}
     (every student, a list that may be empty).
@@ -371,6 +395,11 @@ def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
             target = folder / f"{name}.ipynb"
             if path != target:
                 path.rename(target)
+            refused = too_large(target)
+            if refused:  # before anything parses it: nbgrader's memory is not bounded
+                target.rename(target.with_name(target.name + ".refused"))
+                done.setdefault(student, []).append(f"{SCORED_0}: {target.name} {refused}")
+                continue
             try:
                 nbformat.read(target, as_version=4)
             except Exception as err:  # nbformat raises several kinds
