@@ -100,3 +100,17 @@ def test_an_image_output_keeps_only_numbers_for_its_size():
     assert safe.metadata == {"image/png": {"height": 40}}
     bad = nbformat.v4.new_output("display_data", data={"image/png": '" onerror="x'}, metadata={})
     assert "image/png" not in autograde.safe_output(bad).data
+
+
+def test_a_feedback_page_loads_nothing_from_outside_and_borrows_no_box():
+    """Issue 51 item 9: a remote or protocol-relative image becomes a link that loads
+    nothing; no class or id of a submission (a fake grade box), but the grader's own
+    tex2jax_ignore, which keeps MathJax off a student's text."""
+    for markdown in ("![x](http://evil.example/a.png)", "![x](//evil.example/a.png)", "![x](HTTPS://e/x.png)"):
+        page = feedback.safe_markdown2html(markdown)
+        assert "<img" not in page and "not loaded" in page, page
+    assert '<img src="figure.png"' in feedback.safe_markdown2html("![f](figure.png)")
+    boxed = feedback.safe_markdown2html('<div class="panel panel-primary" id="grade">12 of 12</div>')
+    assert "class=" not in boxed and "id=" not in boxed, boxed
+    kept = feedback.safe_markdown2html('<div class="tex2jax_ignore">\n\n$x$\n\n</div>')
+    assert 'class="tex2jax_ignore"' in kept, kept

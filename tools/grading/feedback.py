@@ -83,7 +83,8 @@ TAGS = {
     "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 }  # fmt: skip
 VOID = {"br", "hr", "img"}
-ATTRIBUTES = {"class", "id", "title", "align", "colspan", "rowspan", "start", "alt"}
+# no class or id: a submission's text could borrow the page's own boxes (issue 51)
+ATTRIBUTES = {"title", "align", "colspan", "rowspan", "start", "alt"}
 URLS = {"href", "src"}  # a: href, img: src
 NUMBERS = {"width", "height"}
 SCHEME = re.compile(r"[a-z][a-z0-9+.\-]*:", re.I)
@@ -99,6 +100,13 @@ def safe_url(value: str) -> bool:
     compact = re.sub(r"[\x00-\x20\x7f]+", "", value)
     scheme = SCHEME.match(compact)
     return scheme is None or scheme[0].lower() in SAFE_SCHEMES
+
+
+def remote(value: str) -> bool:
+    """Whether an address loads from another machine: any scheme's (http, https, ...)
+    or a protocol-relative one (``//host/x.png``, ``\\\\host``)."""
+    compact = re.sub(r"[\x00-\x20\x7f]+", "", value)
+    return bool(SCHEME.match(compact)) or compact.startswith(("//", "\\\\", "/\\", "\\/"))
 
 
 def safe_number(value) -> int | None:
@@ -125,6 +133,8 @@ class _Sanitizer(HTMLParser):
                 kept.append((name, value))
             elif name in NUMBERS and tag == "img" and safe_number(value) is not None:
                 kept.append((name, str(safe_number(value))))
+            elif name == "class" and value == "tex2jax_ignore":  # math off (HideHiddenTests)
+                kept.append((name, value))
             elif name == "style" and ALIGN.fullmatch(value.strip()):
                 kept.append((name, value.strip()))
             elif name in ATTRIBUTES:
@@ -132,6 +142,12 @@ class _Sanitizer(HTMLParser):
         return "".join(f' {n}="{html.escape(v, quote=True)}"' for n, v in kept)
 
     def handle_starttag(self, tag, attrs):
+        src = dict(attrs).get("src") or ""
+        if tag == "img" and remote(src):  # a page loads nothing from outside: a link
+            alt = dict(attrs).get("alt") or "an image"
+            href = f' href="{html.escape(src, quote=True)}"' if safe_url(src) else ""
+            self.out.append(f"<a{href}>[{html.escape(alt)}: not loaded]</a>")
+            return
         if tag in TAGS:
             self.out.append(f"<{tag}{self._attributes(tag, attrs)}>")
         else:
