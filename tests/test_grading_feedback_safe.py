@@ -114,3 +114,13 @@ def test_a_feedback_page_loads_nothing_from_outside_and_borrows_no_box():
     assert "class=" not in boxed and "id=" not in boxed, boxed
     kept = feedback.safe_markdown2html('<div class="tex2jax_ignore">\n\n$x$\n\n</div>')
     assert 'class="tex2jax_ignore"' in kept, kept
+
+
+def test_an_empty_code_cell_shows_no_not_executed_error():
+    """Issue 51 (low): an honest student's empty code cell, which the runner never
+    runs, showed ``NotExecuted`` in the feedback; a cell with code and no result still
+    does (a test cell that never ran fails)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("  \n"), nbformat.v4.new_code_cell("x = 1")])
+    merged = autograde.merge_outputs(nb, [], "the sandbox stopped")
+    assert merged.cells[0].outputs == []
+    assert merged.cells[1].outputs[0].ename == "NotExecuted"

@@ -3,7 +3,7 @@
 ``merge_outputs`` takes only outputs, rebuilt from the fields nbformat knows
 (``_clean_output``), and only for a frame whose index and cell id match a code cell;
 a cell with no frame gets a ``NotExecuted`` error (``not_executed``), so a test cell
-that never ran fails. Split from autograde.py (issue #34: no module over about 400
+that never ran fails; an empty cell, which no kernel runs, gets no output. Split from autograde.py (issue #34: no module over about 400
 lines); autograde re-exports these names.
 """
 
@@ -77,6 +77,9 @@ def merge_outputs(nb: NotebookNode, frames: list[dict], reason: str) -> Notebook
         if cell.cell_type != "code":
             continue
         frame = done.get(index)
+        if frame is None and not (cell.source or "").strip():  # an empty cell never runs
+            cell.outputs, cell.execution_count = [], None
+            continue
         if frame is None:
             cell.outputs, cell.execution_count = [not_executed(reason)], None
             continue
