@@ -3,8 +3,9 @@
 ``merge_outputs`` takes only outputs, rebuilt from the fields nbformat knows
 (``_clean_output``), and only for a frame whose index and cell id match a code cell;
 a cell with no frame gets a ``NotExecuted`` error (``not_executed``), so a test cell
-that never ran fails; an empty cell, which no kernel runs, gets no output. Split from autograde.py (issue #34: no module over about 400
-lines); autograde re-exports these names.
+that never ran fails; an empty cell, which no kernel runs, gets no output. Split from
+autograde.py (issue #34: no module over about 400 lines); autograde re-exports these
+names.
 """
 
 from __future__ import annotations
