@@ -6,7 +6,8 @@ has none) and runs the chapter: every check cell must say "right". Then, in the 
 kernel, it runs typical wrong answers (the solution with one planted mistake) and their
 check cells: each must be reported wrong (``WrongAnswer``), so no wrong answer runs silently.
 The typical wrong answers of each chapter are in the file that runs it, by chapter group:
-tests/test_exercises_ch00_03.py, _ch04_06_a.py, _ch07_09.py and _ch08_10.py.
+tests/test_exercises_ch00_01.py, _ch02_03.py, _ch04_06_a.py, _ch07_09.py and _ch08_10.py
+(grouped so that pytest-xdist's two workers, which take whole files, end about together).
 """
 
 from __future__ import annotations

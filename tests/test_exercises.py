@@ -14,7 +14,8 @@ import re
 
 import nbformat
 import pytest
-import test_exercises_ch00_03
+import test_exercises_ch00_01
+import test_exercises_ch02_03
 import test_exercises_ch04_06_a
 import test_exercises_ch07_09
 import test_exercises_ch08_10
@@ -35,7 +36,13 @@ from aiayn_helpers.course.exercises import (
 )
 
 # Every chapter's typical wrong answers and other right answers, from the files that run them.
-GROUPS = [test_exercises_ch00_03, test_exercises_ch04_06_a, test_exercises_ch07_09, test_exercises_ch08_10]
+GROUPS = [
+    test_exercises_ch00_01,
+    test_exercises_ch02_03,
+    test_exercises_ch04_06_a,
+    test_exercises_ch07_09,
+    test_exercises_ch08_10,
+]
 WRONG = {name: entries for group in GROUPS for name, entries in group.WRONG.items()}
 ALSO_RIGHT = {name: entries for group in GROUPS for name, entries in group.ALSO_RIGHT.items()}
 
