@@ -134,7 +134,7 @@ def test_title_page(instructor):
 def test_every_chapter_starts_a_page_with_its_title_and_has_bookmarks(instructor):
     chapters = instructor.report["chapters"]
     assert len(chapters) == len(build_pdf.toc_pages(ROOT))
-    marks = {(title, page) for _, title, page in instructor.bookmarks}
+    marks = {(title, page) for depth, title, page in instructor.bookmarks if depth == 0}
     titles = [t for _, t, _ in instructor.bookmarks]
     starts = {}
     for chapter in chapters:
@@ -157,9 +157,7 @@ def test_every_chapter_starts_a_page_with_its_title_and_has_bookmarks(instructor
 def test_contents_page_numbers_are_the_pages(instructor):
     """The contents page says on which page each chapter starts; the page foot agrees."""
     contents = " ".join(" ".join(t.split()) for t in instructor.texts[1:8])
-    marks = {}
-    for _, title, page in instructor.bookmarks:
-        marks.setdefault(title, page)
+    marks = {title: page for depth, title, page in instructor.bookmarks if depth == 0}
     for chapter in instructor.report["chapters"]:
         number = marks[chapter["title"]] + 1
         assert re.search(re.escape(" ".join(chapter["title"].split())) + rf"\s*{number}\b", contents), chapter["title"]
@@ -170,8 +168,11 @@ def test_contents_page_numbers_are_the_pages(instructor):
 
 def test_running_header_names_the_chapter(instructor):
     chapter = next(c for c in instructor.report["chapters"] if c["page"].startswith("notebooks/03"))
-    start = next(p for _, t, p in instructor.bookmarks if t == chapter["title"])
+    start = next(p for d, t, p in instructor.bookmarks if d == 0 and t == chapter["title"])
     assert instructor.texts[start + 2].lstrip().startswith(chapter["title"].split(":")[0])
+    api = next(c for c in instructor.report["chapters"] if c["page"].endswith("api"))
+    start = next(p for d, t, p in instructor.bookmarks if d == 0 and t == api["title"])
+    assert instructor.texts[start + 1].lstrip().startswith(api["title"])  # "The package’s API"
 
 
 def test_all_diagrams_are_vector_figures_with_captions(instructor):

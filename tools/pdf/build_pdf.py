@@ -331,7 +331,7 @@ def assemble(site: Path, book: Path, edition: str, out_html: Path) -> dict:
     for chapter in report["chapters"]:
         short = chapter["title"].split(":")[0]
         rules.append(
-            f"@page {chapter['id']} {{ @top-left {{ content: {json.dumps(short)}; }} }}\n"
+            f"@page {chapter['id']} {{ @top-left {{ content: {json.dumps(short, ensure_ascii=False)}; }} }}\n"
             f"section#{chapter['id']} {{ page: {chapter['id']}; }}"
         )
     style = out.new_tag("style")
@@ -340,8 +340,9 @@ def assemble(site: Path, book: Path, edition: str, out_html: Path) -> dict:
 
     body.append(_title_page(out, facts, edition))
     toc_page = out.new_tag("section", attrs={"class": "pdf-contents", "id": "pdf-contents"})
-    h = out.new_tag("h1")
+    h = out.new_tag("h1", attrs={"data-bookmark": "Contents"})
     h.string = "Contents"
+    report["headings"].insert(0, {"level": 1, "text": "Contents"})
     toc_page.append(h)
     toc_page.append(toc)
     body.append(toc_page)
@@ -387,6 +388,57 @@ def _title_page(out: BeautifulSoup, facts: dict, edition: str) -> Tag:
         p.append(a)
         page.append(p)
     return page
+
+
+def retitle_outline(data: bytes, titles: list[str]) -> bytes:
+    """``data`` with its bookmarks (in document order) titled ``titles``, as an incremental update:
+    the changed bookmarks and a cross-reference section appended (seconds, where rewriting the
+    whole file with pypdf takes minutes)."""
+    import pypdf
+    from pypdf.generic import DictionaryObject, NameObject, NumberObject, TextStringObject
+
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    root = reader.trailer["/Root"].get_object()
+    items = []
+
+    def walk(ref) -> None:
+        while ref is not None:
+            obj = ref.get_object()
+            items.append((ref, obj))
+            if "/First" in obj:
+                walk(obj.raw_get("/First"))
+            ref = obj.raw_get("/Next") if "/Next" in obj else None
+
+    if "/Outlines" in root:
+        walk(root["/Outlines"].get_object().raw_get("/First"))
+    if len(items) != len(titles):
+        raise SystemExit(f"pdf: expected a bookmark for each of the {len(titles)} headings, got {len(items)}")
+    out = io.BytesIO()
+    out.write(data if data.endswith(b"\n") else data + b"\n")
+    offsets = {}
+    for (ref, obj), title in zip(items, titles, strict=True):
+        obj[NameObject("/Title")] = TextStringObject(title)
+        offsets[ref.idnum] = (out.tell(), ref.generation)
+        out.write(f"{ref.idnum} {ref.generation} obj\n".encode())
+        obj.write_to_stream(out)
+        out.write(b"\nendobj\n")
+    previous = int(data.rstrip().rsplit(b"startxref", 1)[1].split()[0])
+    xref_at = out.tell()
+    out.write(b"xref\n")
+    for idnum in sorted(offsets):
+        offset, generation = offsets[idnum]
+        out.write(f"{idnum} 1\n{offset:010d} {generation:05d} n \n".encode())
+    trailer = DictionaryObject(
+        {NameObject("/Size"): reader.trailer["/Size"], NameObject("/Root"): reader.trailer.raw_get("/Root")}
+    )
+    trailer[NameObject("/Prev")] = NumberObject(previous)
+    for key in ("/Info", "/ID"):
+        if key in reader.trailer:
+            trailer[NameObject(key)] = reader.trailer.raw_get(key)
+    out.write(b"trailer\n")
+    trailer.write_to_stream(out)
+    out.write(f"\nstartxref\n{xref_at}\n%%EOF\n".encode())
+    return out.getvalue()
 
 
 def chromium_path() -> str:
@@ -449,31 +501,13 @@ def print_pdf(html: Path, pdf: Path, report: dict, timeout_s: float = 420) -> di
             "() => [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].map("
             "(h) => h.dataset.bookmark || h.textContent.trim().replace(/\\s+/g, ' '))"
         )
-        final = pypdf.PdfReader(io.BytesIO(page.pdf(**options)))
+        final_bytes = page.pdf(**options)
         report["second_print_s"] = round(time.monotonic() - start, 1)
         browser.close()
     # Chromium's bookmarks follow the headings, but their titles may repeat a heading's first
     # line: they get the headings' own text (TeX made readable), in the same order
-    writer = pypdf.PdfWriter(clone_from=final)
-    items = []
-    node = writer._root_object["/Outlines"].get_object().get("/First") if "/Outlines" in writer._root_object else None
-
-    def walk(item) -> None:
-        while item is not None:
-            obj = item.get_object()
-            items.append(obj)
-            if "/First" in obj:
-                walk(obj["/First"])
-            item = obj.get("/Next")
-
-    walk(node)
-    if len(items) != len(titles):
-        raise SystemExit(f"pdf: expected a bookmark for each of the {len(titles)} headings, got {len(items)}")
-    for obj, title in zip(items, titles, strict=True):
-        obj[pypdf.generic.NameObject("/Title")] = pypdf.generic.TextStringObject(title)
     pdf.parent.mkdir(parents=True, exist_ok=True)
-    with open(pdf, "wb") as f:
-        writer.write(f)
+    pdf.write_bytes(retitle_outline(final_bytes, titles))
     report["outline_s"] = round(time.monotonic() - start, 1)
     return report
 

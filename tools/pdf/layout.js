@@ -72,7 +72,9 @@
   };
   for (const table of document.querySelectorAll("section.pdf-chapter table")) {
     const box = table.closest(".pst-scrollable-table-container") || table.parentElement;
-    if (table.scrollWidth > box.clientWidth + 1 || table.offsetWidth > box.clientWidth + 1) shrink(table, box);
+    const wide = () => table.scrollWidth > box.clientWidth + 1 || table.offsetWidth > box.clientWidth + 1;
+    if (wide()) shrink(table, box);
+    if (wide()) table.classList.add("pdf-tight");
   }
   for (const math of document.querySelectorAll('mjx-container[display="true"]')) {
     const column = math.parentElement.clientWidth;
