@@ -367,11 +367,11 @@ def code_files() -> list[Path]:
     return [p for p in files if p.suffix != ".ipynb"]
 
 
-# Files being split by another change now; each entry goes once its file is within the limit.
+# Files being split by another change now; each entry goes once its file is within the limit
+# (not enforced here, so that the change that splits one does not fail on this list).
 PENDING_SPLIT = {
     "tests/test_site.py": "686 lines at 6722a89; its split is another helper's (issue 52)",
-    "tests/test_jupyterlab.py": "630 lines at 6722a89; its split is another helper's (issue 52)",
-    "tools/ship/export_browser.py": "607 lines at ec10fd2 (the translator's work, issue 54, still under way)",
+    "tools/ship/export_browser.py": "705 lines at 0f2708e (the translator's work, issue 54)",
 }
 
 
