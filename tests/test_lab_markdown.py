@@ -104,3 +104,45 @@ def test_every_link_target_exists(converter):
             elif anchor:
                 assert converter.labels.get(anchor, ("",))[0] == f"notebooks/{Path(file).stem}.html", target
     assert seen > 100
+
+
+def test_solutions_fold_in_jupyterlab():
+    """A solution's code cells (between {solution-start} and {solution-end}, as separate cells or
+    in the exercise's cell) carry jupyter.source_hidden (and outputs_hidden when they have
+    outputs); no other cell does; folding twice changes nothing."""
+    start = "```{exercise-start}\n:label: ch99-ex1\n```\nDo it.\n```{exercise-end}\n```\n\n"
+    start += "```{solution-start} ch99-ex1\n```"
+    cells = [
+        nbformat.v4.new_code_cell("before = 1"),
+        nbformat.v4.new_markdown_cell(start),
+        nbformat.v4.new_code_cell("answer = 2", outputs=[nbformat.v4.new_output("stream", text="2\n")]),
+        nbformat.v4.new_code_cell("more = 3"),
+        nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
+        nbformat.v4.new_code_cell("after = 4"),
+    ]
+    in_solution = False
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            in_solution = lab_markdown.solution_open(cell.source, in_solution)
+        else:
+            lab_markdown.fold(cell, in_solution)
+    folded = [c.metadata.get("jupyter") for c in cells if c.cell_type == "code"]
+    assert folded == [None, {"source_hidden": True, "outputs_hidden": True}, {"source_hidden": True}, None]
+    assert not lab_markdown.fold(cells[2], True)  # idempotent
+    assert lab_markdown.solution_open("```{solution-start} x\n```\ntext\n```{solution-end}\n```", False) is False
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_solution_code_cell_is_folded(path):
+    """In the chapters as committed: every code cell inside a solution is folded (the tool's
+    --write), and no cell outside one."""
+    in_solution, inside = False, 0
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            in_solution = lab_markdown.solution_open(cell.source, in_solution)
+            continue
+        hidden = cell.metadata.get("jupyter", {}).get("source_hidden", False)
+        quiz = "quiz(" in cell.source or "nbval-ignore-output" in str(cell.metadata)
+        assert hidden == in_solution or (hidden and quiz), f"{path.name}: {cell.source[:80]!r}"
+        inside += in_solution
+    assert inside >= 1, f"{path.name}: no solution code cell"

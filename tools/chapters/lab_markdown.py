@@ -23,6 +23,10 @@ In a chapter's markdown cells it rewrites (idempotent; code and outputs untouche
 * ``{exercise-start}`` with ``:label: ch03-ex1`` gets ``:enumerator: 3.1`` after the label:
   jupyterlab-myst shows "Exercise 3.1", the site's, the checks' and the slides' number
   (it would count "Exercise 1" within the notebook);
+* each code cell of a solution (between ``{solution-start}`` and ``{solution-end}``) gets
+  ``"jupyter": {"source_hidden": true, "outputs_hidden": true}``: JupyterLab and
+  Notebook 7 show it folded (the site shows the solution in a dropdown); the solution's
+  prose, in the markdown cell of the exercise, stays open;
 * ``(label)=`` before a box (``{admonition}``, ``{note}``, ...) that the chapter links ->
   ``(label)=`` as the first line of the box's body: jupyterlab-myst gives an admonition no
   id, but the paragraph a label stands before gets it, so the link leads into the box.
@@ -165,17 +169,49 @@ class Converter:
         nb = nbformat.read(path, as_version=4)
         page = plain_markdown.page_of(path, self.root)
         changed = False
+        in_solution = False
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 new = self.convert(cell.source, page)
                 changed |= new != cell.source
                 cell.source = new
+                in_solution = solution_open(cell.source, in_solution)
             elif cell.cell_type == "code":
                 changed |= quiz_outputs(cell)
+                changed |= fold(cell, in_solution)
         if nb.metadata.get("kernelspec", {}).get("name") == "python3":
             changed |= nb.metadata.kernelspec.get("display_name") != KERNEL_DISPLAY_NAME
             nb.metadata.kernelspec["display_name"] = KERNEL_DISPLAY_NAME
         return nb, changed
+
+
+SOLUTION_FENCE = re.compile(r"(?m)^(?:`{3,}|:{3,})\{solution-(?P<end>start|end)\}")
+
+
+def solution_open(text: str, open_before: bool) -> bool:
+    """Whether a gated solution (``{solution-start}`` ... ``{solution-end}``) is still
+    open after a markdown cell with ``text``, given whether it was open before it."""
+    for m in SOLUTION_FENCE.finditer(text):
+        open_before = m["end"] == "start"
+    return open_before
+
+
+FOLD = {"source_hidden": True, "outputs_hidden": True}
+
+
+def fold(cell: nbformat.NotebookNode, in_solution: bool) -> bool:
+    """Fold a solution's code cell in JupyterLab and Notebook 7 (its source and outputs
+    collapsed, one click on the bar opens each), as the site folds the solution in a
+    dropdown; True if that changed its metadata. Only metadata: the site (MyST-NB) and
+    nbconvert ignore these keys, and strict nbval compares no metadata."""
+    if not in_solution:
+        return False
+    jupyter = cell.metadata.setdefault("jupyter", {})
+    wanted = dict(FOLD) if cell.get("outputs") else {"source_hidden": True}
+    if all(jupyter.get(k) == v for k, v in wanted.items()):
+        return False
+    jupyter.update(wanted)
+    return True
 
 
 # what JupyterLab writes into a chapter when its kernel starts (ipykernel's kernel.json):
