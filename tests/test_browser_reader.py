@@ -252,8 +252,9 @@ def test_stop_while_decoding_and_one_translation_at_a_time(reader):
     assert "decoding, at step" in _status(page), _status(page)
     # pressed again at once: the stopped run, ending in the worker a step later, must
     # not mark the new one as finished
+    box.locator("textarea").fill(LONG * 2)  # cut at 99 tokens: seconds of decoding
     box.locator("button.tr-translate").click()
-    page.wait_for_timeout(500)
+    page.wait_for_timeout(200)  # the stopped run ends within a step
     assert box.get_attribute("data-state") == "running"
     box.locator("textarea").press("Control+Enter")
     assert "already running" in _status(page), _status(page)
