@@ -5,9 +5,11 @@ JupyterLab's *Run All* stops at the first cell that raises, unless the cell is t
 ``stop_on_error`` false (``CodeCell.execute`` in @jupyterlab/cells), and the kernel runs
 the cells queued after it. nbclient follows the same rule (``allow_errors`` false, the
 tag honoured), so a Run All here is nbclient's run with its defaults. Every visible test
-cell of book/autograder/source is tagged, so a failing test shows its error and the
-notebook goes on to "Am I done?" (tools/grading/handin.py), which runs every visible test
-again and names what failed.
+cell of book/autograder/source is tagged, and make student tags every answer cell of the
+released notebooks (tools/grading/handin.py), so a failing test or a typo in an answer
+shows its error and the notebook goes on to "Am I done?", which runs every visible test
+again, names what failed, and names a cell Python could not read (its number, first line,
+the error and its line).
 
 Each common slip of an assignment (the missing sqrt(d_k), the mask's direction, the
 softmax's axis, ...) is planted in the solution, and the visible test under it must fail
@@ -281,13 +283,14 @@ def _not_grading(monkeypatch):
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_every_visible_test_goes_on_after_a_failure(released, name):
-    """Every test cell with visible code is tagged raises-exception (Run All goes on after it); no answer cell is."""
+    """Every test cell with visible code and every answer cell is tagged raises-exception (Run All goes on after
+    it, to "Am I done?", which names an answer cell Python could not read)."""
     tested = 0
     for cell in released[name].cells:
         meta = cell.metadata.get("nbgrader", {})
         tags = cell.metadata.get("tags", [])
-        if meta.get("solution"):
-            assert "raises-exception" not in tags, f"{name}/{meta['grade_id']}: an answer's own error must stop Run All"
+        if meta.get("solution") and cell.cell_type == "code":
+            assert "raises-exception" in tags, f"{name}/{meta['grade_id']}: an answer's error would stop Run All"
         elif meta.get("grade") and meta.get("points"):
             assert "raises-exception" in tags, f"{name}/{meta['grade_id']} would stop Run All when it fails"
             tested += 1
@@ -333,3 +336,50 @@ def test_run_all_with_a_slip_reaches_am_i_done(released, tmp_path):
     _names_the_slip(nb, report, failing, words)
     cell = next(c for c in nb.cells if _grade_id(c) == failing)
     assert any(words in o.get("evalue", "") for o in cell.outputs if o.output_type == "error")
+
+
+def _answer_cells(nb: nbformat.NotebookNode) -> list[str]:
+    return [_grade_id(c) for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+
+
+def _with_syntax_error(source: str) -> tuple[str, int]:
+    """``source`` with its first call left unclosed (``super().__init__(``, as a student might type it),
+    and the line of the error Python reports for it; a cell without a call gets ``x = (`` added at its end."""
+    lines = source.splitlines()
+    broken = source + "\nx = ("
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith(")") and "(" in line and not line.lstrip().startswith("#"):
+            broken = "\n".join(lines[:i] + [line.rstrip()[:-1]] + lines[i + 1 :])
+            break
+    try:
+        compile(broken, "<answer>", "exec")
+    except SyntaxError as error:
+        return broken, error.lineno
+    raise AssertionError(f"no syntax error in {broken!r}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_run_all_goes_on_past_a_syntax_error_in_each_answer_cell(released, name, tmp_path):
+    """Run All (nbclient with its defaults, as JupyterLab's Run All: it stops at a cell that raises, unless the cell
+    is tagged raises-exception) with a syntax error in one answer cell at a time, the other answers right: it reaches
+    "Am I done?", which names that answer cell (its first line) and the error with its line."""
+    env = {k: v for k, v in os.environ.items() if k != "NBGRADER_EXECUTION"}
+    answers = _answers(name, None)
+    cells = _answer_cells(released[name])
+    assert cells, f"{name}: no answer cell"
+    for grade_id in cells:
+        broken, line = _with_syntax_error(answers[grade_id])
+        nb = test_assignments._fill(released[name], answers | {grade_id: broken})
+        client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+        try:
+            client.execute(env=env)
+        except Exception as error:  # nbclient's CellExecutionError: Run All stopped there
+            pytest.fail(f"{name}/{grade_id}: Run All stopped at the syntax error: {str(error)[-300:]}")
+        done = nb.cells[-1]
+        report = "".join(o.get("text", "") for o in done.outputs if o.output_type == "stream")
+        assert done.get("id") == "am-i-done" and "Visible tests:" in report, f"{name}/{grade_id}: {report}"
+        first = next(ln for ln in broken.splitlines() if ln.strip()).strip()
+        assert "did not run" in report and first[:40] in report, f"{name}/{grade_id}: {report}"
+        assert "SyntaxError" in report and f"line {line}" in report, f"{name}/{grade_id}: {report}"

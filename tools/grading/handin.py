@@ -43,12 +43,37 @@ _HAND_IN = (
 )
 
 
+def _cells_that_did_not_run():
+    # each cell run since the kernel started (IPython's In) that Python could not
+    # read, the last run of it only: its number, its first line and why
+    try:
+        shell = get_ipython()  # noqa: F821
+    except NameError:
+        return []
+    tests = {{source for _, source in _VISIBLE_TESTS}}
+    last = {{}}
+    for number, source in enumerate(shell.user_ns.get("In", [])):
+        if not source.strip() or source in tests or "_am_i_done()" in source:
+            continue
+        first = next(line.strip() for line in source.splitlines() if line.strip())
+        try:
+            compile(shell.transform_cell(source), f"In [{{number}}]", "exec")
+        except SyntaxError as err:
+            why = f"{{type(err).__name__}}: {{err.msg}} (line {{err.lineno}} of the cell)"
+            last[first] = f"the cell In [{{number}}] that starts {{first[:60]!r}} did not run"
+            last[first] += f"\\n      {{why}}: fix it and run the notebook again"
+        else:
+            last[first] = None
+    return [text for text in last.values() if text]
+
+
 def _am_i_done():
     import os
 
     if os.environ.get("NBGRADER_EXECUTION"):
         return  # being graded: the hidden tests decide
     passed, failed = [], []
+    not_run = _cells_that_did_not_run()
     for name, source in _VISIBLE_TESTS:
         try:
             exec(source, globals())
@@ -67,6 +92,8 @@ def _am_i_done():
     for name in passed:
         print(f"  passed  {{name}}")
     for text in failed:
+        print(f"  FAILED  {{text}}")
+    for text in not_run:
         print(f"  FAILED  {{text}}")
     for name in _HIDDEN_ONLY:
         print(f"  hidden  {{name}}: checked only after you hand in")
@@ -153,6 +180,10 @@ class HandInCheck(NbGraderPreprocessor):
         assignment = ids.get("assignment", "")
         notebook = ids.get("notebook", assignment)
         nb.cells = [c for c in nb.cells if c.get("id") != CELL_ID]
+        for cell in nb.cells:  # Run All goes on past an answer's error to "Am I done?"
+            if cell.cell_type == "code" and (cell.metadata.get("nbgrader") or {}).get("solution"):
+                tags = cell.metadata.setdefault("tags", [])
+                tags += [] if "raises-exception" in tags else ["raises-exception"]
         text = hand_in_text(Path(self.deadlines), assignment, notebook)
         nb.cells.append(check_cell(nb, text))
         return nb, resources
