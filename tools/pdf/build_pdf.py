@@ -14,10 +14,11 @@ it in Chromium with the print stylesheet ``print.css``, waits for MathJax, runs
 small boxes kept on one page, every code box measured), prints once to learn each
 heading's page from the PDF's named destinations, writes the page numbers into the table
 of contents and prints again, with bookmarks (Chromium's document outline) for every
-chapter and section. Paged media is Chromium's own (page margin boxes for the page number
-and the running header, named pages per chapter; Chromium 131 or later): no polyfill, no
-TeX, nothing downloaded. A JSON report beside the PDF (``--report``) records what the
-tests check: headings, diagrams, citations, links, code boxes wider than the page.
+chapter and section, titled from the headings (``retitle_outline``). Paged media is
+Chromium's own (page margin boxes for the page number and the running header, named pages
+per chapter; Chromium 131 or later): no polyfill, no TeX, nothing downloaded. A JSON
+report beside the PDF (``--report``) records what the tests check: headings, diagrams,
+citations, links, code boxes wider than the page.
 """
 
 from __future__ import annotations
@@ -299,6 +300,7 @@ def assemble(site: Path, book: Path, edition: str, out_html: Path) -> dict:
             {
                 "id": h.find_parent("section")["id"] if h.find_parent("section") else "",
                 "title": h["data-bookmark"],
+                "tex": h.get_text(" ", strip=True),  # the contents page typesets its math
             }
             for h in section.find_all("h2")
         ]
@@ -314,7 +316,7 @@ def assemble(site: Path, book: Path, edition: str, out_html: Path) -> dict:
         _toc_line(out, entry, heading, prefix)
         for s in sections:
             if s["id"]:
-                _toc_line(out, entry, s["title"], s["id"], cls="pdf-toc-section")
+                _toc_line(out, entry, s["tex"], s["id"], cls="pdf-toc-section")
 
     for href in styles:
         head.append(out.new_tag("link", rel="stylesheet", href=href))
