@@ -221,6 +221,9 @@ _JS_FACTS = """() => {
         text: cells.map(c => c.innerText).join('\\n'),
         outputs: [...document.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText),
         quizzes: document.querySelectorAll('.jp-OutputArea-output .Quiz').length,
+        folded: [...document.querySelectorAll('.jp-CodeCell')].filter(c => c.querySelector('.jp-InputPlaceholder'))
+            .map(c => ({output: [...c.querySelectorAll('.jp-OutputArea-output')].some(o => o.offsetParent !== null),
+                        text: (c.querySelector('.jp-InputPlaceholder') || {innerText: ''}).innerText.slice(0, 80)})),
         exercises: [...document.querySelectorAll('.jp-MarkdownCell .myst-exercise-title')]
             .map(t => t.innerText.trim()).filter(t => t.startsWith('Exercise')),
         dirty: tab ? tab.classList.contains('jp-mod-dirty') : null,
@@ -521,3 +524,32 @@ def test_saving_keeps_every_cell(chapters):
     """jupyterlab-myst writes nothing into the chapter: saved from JupyterLab (as its autosave
     does), every cell, source, output and metadata, is what it was."""
     assert chapters[CHAPTER]["saved_unchanged"]
+
+
+def _solution_code_cells(path: Path) -> int:
+    """The code cells of the chapter's gated solutions ({solution-start} ... {solution-end})."""
+    from chapters import lab_markdown
+
+    inside, count = False, 0
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            inside = lab_markdown.solution_open(cell.source, inside)
+        else:
+            count += inside
+    return count
+
+
+@pytest.mark.parametrize("path", ALL)
+def test_solutions_are_folded(chapters, path):
+    """Each solution's code cell shows folded (its source a one-line bar, its output hidden), as
+    the site folds the solution in a dropdown; no other code cell of the chapter is folded but
+    the quizzes' (their code is hidden as on the site)."""
+    folded = chapters[path.name]["folded"]
+    solutions = _solution_code_cells(path)
+    quizzes = sum("quiz(" in c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    assert solutions >= 1
+    answers = [f for f in folded if "quiz" not in f["text"]]  # a quiz's code is folded too
+    assert len(answers) == solutions, f"{path.name}: {len(answers)} folded, {solutions} solution code cells"
+    assert len(folded) <= solutions + quizzes, folded
+    shown = [f for f in folded if f["output"] and "quiz" not in f["text"]]  # (a quiz shows as a quiz)
+    assert not shown, f"{path.name}: a folded solution cell shows its output: {shown}"
