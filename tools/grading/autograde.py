@@ -180,7 +180,8 @@ class SandboxedExecute(Execute):
         key = budget.student_key(resources)  # the student's time, all notebooks
         seconds, why = budget.limit(key, self.notebook_timeout, self.student_timeout)
         name = f"{ids.get('notebook')}.ipynb"
-        cells = sum(cell.cell_type == "code" for cell in sent.cells)
+        # the notebook's code cells, not the grader's setup cell (kernel.SETUP_ID) before them
+        cells = sum(c.cell_type == "code" and c.get("id") != kernel.SETUP_ID for c in sent.cells)
         if seconds <= 0:  # spent by the notebooks before: this one is not started
             budget.record(key, name, 0.0, None, cells)
             self._note(resources, budget.stopped(key, self.student_timeout))
