@@ -244,11 +244,23 @@ def test_stop_while_decoding_and_one_translation_at_a_time(reader):
     assert status.startswith("Stopped while"), status
     page.wait_for_timeout(3000)
     assert _status(page) == status and box.locator(".tr-output").is_hidden()
-    # a sentence stopped during its decoding says at which step
+    # a sentence stopped during its decoding says at which step: Stop pressed in the page
+    # the moment the worker reports the decoding phase (data-phase), however fast the machine
+    page.evaluate(
+        """() => {
+        const box = document.querySelector('.aiayn-translator');
+        window.stoppedInDecoding = false;
+        const watch = new MutationObserver(() => {
+          if (box.dataset.phase !== 'decoding') return;
+          watch.disconnect();
+          box.querySelector('button.tr-stop').click();
+          window.stoppedInDecoding = true;
+        });
+        watch.observe(box, { attributes: true, attributeFilter: ['data-phase'] });
+      }"""
+    )
     _press_translate(page, LONG)
-    page.wait_for_function("() => document.querySelector('.tr-status').textContent.startsWith('Translating')")
-    page.wait_for_timeout(400)
-    box.locator("button.tr-stop").click()
+    page.wait_for_function("() => window.stoppedInDecoding")
     assert "decoding, at step" in _status(page), _status(page)
     # pressed again at once: the stopped run, ending in the worker a step later, must
     # not mark the new one as finished

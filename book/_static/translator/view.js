@@ -177,6 +177,7 @@ function box(root, index) {
     busy = root;
     const mine = { phase: "loading", step: 0, limit: 0, stopped: false };
     current = mine;
+    root.dataset.phase = mine.phase; // the phase Stop would end (data-phase: for the tests)
     setRunning(true);
     output.hidden = true;
     link.hidden = true;
@@ -191,9 +192,12 @@ function box(root, index) {
         await load();
       }
       if (mine.stopped) return;
-      mine.phase = "encoding";
+      mine.phase = root.dataset.phase = "encoding";
       say(greedy.checked ? "Translating (greedy)..." : "Translating (beam search)...");
-      const result = await ask(checked.text, { greedy: greedy.checked }, (m) => Object.assign(mine, m));
+      const result = await ask(checked.text, { greedy: greedy.checked }, (m) => {
+        Object.assign(mine, m);
+        root.dataset.phase = mine.phase;
+      });
       if (mine.stopped) return;
       english.textContent = result.english;
       output.hidden = false;
