@@ -208,9 +208,15 @@ def fold(cell: nbformat.NotebookNode, in_solution: bool) -> bool:
         return False
     jupyter = cell.metadata.setdefault("jupyter", {})
     wanted = dict(FOLD) if cell.get("outputs") else {"source_hidden": True}
-    if all(jupyter.get(k) == v for k, v in wanted.items()):
+    # JupyterLab's cell model keeps nbformat 4's "collapsed" equal to outputs_hidden (it
+    # adds it when a chapter opens): written here too, a save changes nothing
+    collapsed = {"collapsed": True} if cell.get("outputs") else {}
+    if all(jupyter.get(k) == v for k, v in wanted.items()) and all(
+        cell.metadata.get(k) == v for k, v in collapsed.items()
+    ):
         return False
     jupyter.update(wanted)
+    cell.metadata.update(collapsed)
     return True
 
 
