@@ -124,3 +124,16 @@ def test_int8_weights_about_halve_the_file_and_translate(tmp_path):
     assert 0.45 * float16_bytes < info["bytes"]["weights.bin"] < 0.55 * float16_bytes
     runner = export_browser.OnnxTranslator(tmp_path)
     assert runner.translate("Zwei Hunde spielen im Schnee.") == "Two dogs are playing in the snow."
+
+
+def test_the_runners_length_penalty_is_the_packages():
+    """onnx_translator's numpy length penalty (the page's JS has the same) equals
+    ah.length_penalty_gnmt, the one the chapters and ah.translate use."""
+    import math
+
+    import aiayn_helpers as ah
+
+    for length in (1, 2, 7, 40, 100):
+        for alpha in (0.0, 0.6, 1.0, 1.4):
+            ours = export_browser.length_penalty_gnmt(length, alpha)
+            assert math.isclose(ours, float(ah.length_penalty_gnmt(length, alpha)), rel_tol=1e-12)
