@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book pdf translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick
+.PHONY: help setup data book pdf translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick diagrams
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -30,6 +30,7 @@ help:
 	@echo "make test-portable  package tests (with the exercise test) + strict nbval again, on PyTorch's generic CPU kernels"
 	@echo "make data     fetch and check the Multi30k corpus (about 1.3 MB) into the cache, once"
 	@echo "make outputs  re-execute every notebook in place (CPU, seeded)"
+	@echo "make diagrams redraw the diagrams (tools/diagrams) and refresh their copies beside the chapters"
 	@echo "make pdf      the book as a PDF: _build/pdf/aiayn-book.pdf, the instructor edition (builds the site first;"
 	@echo "              EDITION=student: the student edition's, _build/pdf/aiayn-book-student.pdf, from make student)"
 	@echo "make student  generate the student edition (no solutions) into _student/"
@@ -266,6 +267,13 @@ PORTABLE_NBVAL_SKIP := 01_history_of_attention 02_scaled_dot_product_attention
 PORTABLE_NBVAL_SKIP += 07_full_model 08_using_the_model 09_what_the_paper_measured 10_after_the_paper
 test-portable: setup data
 	ATEN_CPU_CAPABILITY=default AIAYN_THREADS=1 $(BIN)/pytest $(NBVAL_FLAGS) $(PARALLEL) -p no:randomly -m "not site and not grader and not lab and not rendering and not integration" $(foreach n,$(PORTABLE_NBVAL_SKIP),--ignore=notebooks/$(n).ipynb) tests notebooks
+
+# The diagrams into book/figures, then their copies beside the chapters (notebooks/figures,
+# which JupyterLab shows): two commands, because tools/chapters may import tools/diagrams
+# (through the editions) and not the other way round (ARCHITECTURE.md).
+diagrams: setup
+	$(BIN)/python tools/diagrams
+	$(BIN)/python tools/chapters/lab_markdown.py --write
 
 outputs: setup
 	$(BIN)/python tools/chapters/execute_notebooks.py $(or $(NB),$(NOTEBOOKS))

@@ -208,13 +208,6 @@ KNOWN_BREAKS = [
         "a tool imports a test module (find_chromium and CHROMIUM_FLAGS from tests/test_site.py): "
         "they belong in a module both can import",
     ),
-    (
-        "tools/diagrams/__main__.py",
-        "tools/chapters",
-        "a cycle between folders: chapters/lab_markdown imports editions/plain_markdown, which "
-        "imports diagrams, whose command line imports chapters/lab_markdown (to copy the figures "
-        "beside the chapters); the Makefile could run the two one after the other instead",
-    ),
 ]
 
 

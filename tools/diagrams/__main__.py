@@ -1,8 +1,11 @@
 """``python tools/diagrams [--check]``: redraw the diagrams, or name the stale ones.
 
-The diagrams are drawn into book/figures (the site, the slides) and copied into
-notebooks/figures, beside the chapters, so that JupyterLab started in notebooks/ shows
-them (tools/chapters/lab_markdown.py); ``--check`` also names a stale copy there.
+The diagrams are drawn into book/figures (the site, the slides). JupyterLab started in
+notebooks/ shows a copy of them beside the chapters, which
+``python tools/chapters/lab_markdown.py --write`` refreshes (its ``--check`` names a
+stale copy); ``make diagrams`` runs the two, one after the other. This command does not
+call lab_markdown itself: the chapters' tools import the editions', which import the
+diagrams (ARCHITECTURE.md), so the diagrams may not import the chapters' tools back.
 """
 
 import sys
@@ -15,16 +18,9 @@ if __package__ in (None, ""):  # run as a folder: python tools/diagrams
 
 matplotlib.use("svg")  # no window needed; a test that imports the package keeps its own
 
-from chapters import lab_markdown  # noqa: E402
-
 from diagrams import main  # noqa: E402
 
 status = main()
-if "--check" in sys.argv[1:]:
-    copies = [n for n in lab_markdown.stale_support() if n.startswith("figures/")]
-    for name in copies:
-        print(f"out of date: notebooks/{name} (run python tools/diagrams)")
-    status = status or (1 if copies else 0)
-else:
-    lab_markdown.write_support()
+if status == 0 and "--check" not in sys.argv[1:]:
+    print("then copy them beside the chapters: python tools/chapters/lab_markdown.py --write")
 sys.exit(status)
