@@ -52,6 +52,11 @@ import yaml
 
 from aiayn_helpers.course.exercises import exercise_name
 
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # tools/: its folders are packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from editions.set_repository_url import repository_url, site_url  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent / "student_edition"
 MARKER = ".student-edition"
@@ -291,11 +296,15 @@ def torch_pin(requirements: str) -> str:
     return m[1]
 
 
-def student_intro(teacher_intro: str, template: str, torch_version: str) -> str:
-    """The student's own intro: how to install, run and check; then the teacher's chapter map and notation."""
+def student_intro(teacher_intro: str, template: str, torch_version: str, site: str = "") -> str:
+    """The student's own intro: how to install, run and check; then the teacher's chapter map and notation.
+
+    ``site`` is the published site's address (``https://OWNER.github.io/REPO/``, where the
+    pages workflow puts the student edition's PDF), from ``_config.yml``'s repository."""
     start = teacher_intro.find("## Chapter map")
     rest = teacher_intro[start:] if start >= 0 else ""
-    return template.replace("TORCH_VERSION", torch_version).rstrip() + "\n\n" + student_text(rest)
+    own = template.replace("TORCH_VERSION", torch_version).replace("SITE_URL", site)
+    return own.rstrip() + "\n\n" + student_text(rest)
 
 
 def package_version(root: Path = ROOT) -> str:
@@ -386,7 +395,10 @@ def build(
     requirements = (root / "requirements.txt").read_text()
     (out / "book" / "intro.md").write_text(
         student_intro(
-            (root / "book" / "intro.md").read_text(), (HERE / "intro.md").read_text(), torch_pin(requirements)
+            (root / "book" / "intro.md").read_text(),
+            (HERE / "intro.md").read_text(),
+            torch_pin(requirements),
+            site_url(repository_url(root / "_config.yml")),
         )
     )
     (out / "README.md").write_text((HERE / "README.md").read_text().replace("TORCH_VERSION", torch_pin(requirements)))
