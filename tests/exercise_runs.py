@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from aiayn_helpers.course.exercises import exercise_name
@@ -228,3 +229,16 @@ def right_answers_pass_and_wrong_ones_are_reported(path, slips, also_right):
             outputs = _run(client, answer) + _run(client, checker)
             said = "".join(o.get("text", "") for o in outputs)
             assert f"✓ {exercise_name(label)}: right." in said, f"{label} {changes}: {outputs}"
+
+
+def exercise_test(wrong: dict, also_right: dict):
+    """The exercise test of one group of chapters, for its file to assign to a ``test_`` name:
+    each chapter of ``wrong`` run with its answer cells filled, then its wrong answers."""
+
+    @pytest.mark.exercises
+    @pytest.mark.timeout(1800)
+    @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in wrong], ids=lambda p: p.name)
+    def test(path):
+        right_answers_pass_and_wrong_ones_are_reported(path, wrong[path.name], also_right.get(path.name, []))
+
+    return test

@@ -3,8 +3,7 @@ typical wrong answers below (tests/exercise_runs.py says how)."""
 
 from __future__ import annotations
 
-import pytest
-from exercise_runs import NOTEBOOKS, right_answers_pass_and_wrong_ones_are_reported
+from exercise_runs import exercise_test
 
 # exercise 3.1's attention step in the solution, replaced by hand-written attention in its slips
 _SDPA_03 = (
@@ -154,8 +153,4 @@ ALSO_RIGHT: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
 }
 
 
-@pytest.mark.exercises
-@pytest.mark.timeout(1800)
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in WRONG], ids=lambda p: p.name)
-def test_right_answers_pass_and_wrong_ones_are_reported(path):
-    right_answers_pass_and_wrong_ones_are_reported(path, WRONG[path.name], ALSO_RIGHT.get(path.name, []))
+test_right_answers_pass_and_wrong_ones_are_reported = exercise_test(WRONG, ALSO_RIGHT)

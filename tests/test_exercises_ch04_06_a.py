@@ -4,8 +4,7 @@ typical wrong answers below (tests/exercise_runs.py says how).
 
 from __future__ import annotations
 
-import pytest
-from exercise_runs import NOTEBOOKS, right_answers_pass_and_wrong_ones_are_reported
+from exercise_runs import exercise_test
 
 # Typical wrong answers, at least two per chapter: (exercise, [(in the solution, replaced by), ...], the message
 # it must get). Every slip of issue #36 is here, with the message that names it; an entry without a message
@@ -476,8 +475,4 @@ ALSO_RIGHT: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
 }
 
 
-@pytest.mark.exercises
-@pytest.mark.timeout(1800)
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in WRONG], ids=lambda p: p.name)
-def test_right_answers_pass_and_wrong_ones_are_reported(path):
-    right_answers_pass_and_wrong_ones_are_reported(path, WRONG[path.name], ALSO_RIGHT.get(path.name, []))
+test_right_answers_pass_and_wrong_ones_are_reported = exercise_test(WRONG, ALSO_RIGHT)
