@@ -1,0 +1,108 @@
+"""Every entry of book/references.bib says what published record it was checked against.
+
+Issue 53's citation sweep: every entry should agree with the published source on title,
+venue, year and pages, checked against the work itself (or its publisher's record), not
+against another bibliography. ``tests/data/references_checked.json`` keeps, for each key,
+what was checked and where:
+
+- ``status``: ``checked`` (the publisher's or proceedings' own record, or the work's own
+  first page), ``secondary`` (only a secondary index agrees: a Scopus-style record,
+  another work's reference list), ``partly`` (some fields only) or ``unchecked`` (no
+  source was found; the note says so);
+- ``source``: the address of the stored copy that was read, ``source_kind`` what it is;
+- ``checked``: the fields compared, ``found``: title, year and pages as the source gives
+  them, which the entry must still carry (an edit of the entry that drifts from what
+  was checked fails here until the record is checked again);
+- ``note``: what changed in the entry, or what was not checked and why.
+
+The records were made in a session with no general internet, from stored copies of
+public pages (tools: search, read_file); an entry whose source was not found is listed
+as unchecked rather than guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_bibliography import entries
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = json.loads((ROOT / "tests" / "data" / "references_checked.json").read_text())
+STATUSES = {"checked", "secondary", "partly", "unchecked"}
+FIELDS = {"title", "venue", "year", "pages", "authors"}
+
+
+def field(body: str, name: str) -> str | None:
+    """A BibTeX field's value, braces and all, or None."""
+    m = re.search(rf"^\s*{name}\s*=\s*\{{(.*)\}},?\s*$", body, re.M)
+    return m.group(1) if m else None
+
+
+def plain(text: str) -> str:
+    """A title as read: no braces, one kind of dash and apostrophe, any case."""
+    text = text.replace("{", "").replace("}", "").replace("\u2013", "-")
+    text = text.replace("\u2019", "'")
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def disagreements(key: str, record: dict, body: str) -> list[str]:
+    """How the entry differs from what its record says was checked."""
+    wrong = []
+    status, checked, found = record["status"], set(record["checked"]), record["found"]
+    if status not in STATUSES:
+        wrong.append(f"status {status!r} is not one of {sorted(STATUSES)}")
+    if not checked <= FIELDS:
+        wrong.append(f"unknown fields {sorted(checked - FIELDS)}")
+    if status == "unchecked":
+        if checked or record["source"]:
+            wrong.append("an unchecked entry names no source and no checked field")
+        if len(record["note"].split()) < 5:
+            wrong.append("say why it is unchecked")
+        return wrong
+    if not record["source"].startswith("http"):
+        wrong.append("a checked field needs the address of the source read")
+    if status == "checked":
+        needed = {"title", "venue", "year"} | ({"pages"} if field(body, "pages") else set())
+        if not needed <= checked:
+            wrong.append(f"'checked' needs {sorted(needed)}, has {sorted(checked)}")
+    if "title" in checked and plain(found.get("title", "")) != plain(field(body, "title") or ""):
+        wrong.append(f"title {field(body, 'title')!r}, checked as {found.get('title')!r}")
+    for name in ("year", "pages"):
+        if name in checked and found.get(name) != field(body, name):
+            wrong.append(f"{name} {field(body, name)!r}, checked as {found.get(name)!r}")
+    return wrong
+
+
+def test_every_entry_has_a_record_and_every_record_an_entry():
+    keys = set(entries())
+    assert keys - set(RECORDS) == set(), f"entries never checked: {sorted(keys - set(RECORDS))}"
+    assert set(RECORDS) - keys == set(), f"records of no entry: {sorted(set(RECORDS) - keys)}"
+
+
+@pytest.mark.parametrize("key", sorted(RECORDS))
+def test_the_entry_agrees_with_what_was_checked(key):
+    body = entries().get(key)
+    if body is None:
+        pytest.skip(f"{key} is not an entry (the test above fails)")
+    wrong = disagreements(key, RECORDS[key], body)
+    assert not wrong, f"{key}: {wrong}"
+
+
+def test_the_check_catches_a_drifted_entry():
+    body = "  title = {Old {BLEU} Title},\n  year = {2002},\n  pages = {311--318},\n"
+    record = {
+        "status": "checked",
+        "source": "https://aclanthology.org/P02-1040.bib",
+        "checked": ["title", "venue", "year", "pages"],
+        "found": {"title": "Old BLEU title", "year": "2002", "pages": "311--318"},
+        "note": "",
+    }
+    assert disagreements("k", record, body) == []
+    moved = body.replace("311--318", "311--319")
+    assert disagreements("k", record, moved) == ["pages '311--319', checked as '311--318'"]
+    assert disagreements("k", {**record, "checked": ["title"]}, body)
+    blank = {"status": "unchecked", "source": "", "checked": [], "found": {}, "note": ""}
+    assert disagreements("k", blank, body) == ["say why it is unchecked"]
