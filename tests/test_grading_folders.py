@@ -70,7 +70,7 @@ def test_reports_of_students_no_longer_submitted_are_removed(course):
 # make grade (cli.main) around the folders: nbgrader, the gradebook and the sandbox
 # checks replaced by stand-ins, so that only main's own steps run (about 0.5 s). The
 # real grading of a refused folder beside the others is in test_grading_hostile.py.
-from grading import cli  # noqa: E402
+from grading import cli, confine  # noqa: E402
 
 
 @pytest.fixture
@@ -82,17 +82,17 @@ def make_grade(course, monkeypatch):
         nbformat.write(nbformat.v4.new_notebook(), course / "submitted" / name / A / f"{A}.ipynb")
     calls, fail = [], set()
 
-    def nbgrader(command, assignment, *args, course, quiet=False, check=True):
-        calls.append(command)
+    def nbgrader(command, assignment, students, course, *args, check=False, **kw):
+        calls.append(command)  # confine.run: the nbgrader server of one worker
         if command in fail:
             raise RuntimeError(f"nbgrader {command} {assignment} failed: stand-in")
-        for folder in (course / "submitted").glob(f"*/{assignment}"):
-            graded = course / "autograded" / folder.parent.name / assignment
+        for student in students:
+            graded = course / "autograded" / student / assignment
             graded.mkdir(parents=True, exist_ok=True)
             (graded / f"{assignment}.ipynb").write_text("{}")
-        return "log\n"
+        return {s: {"status": "ok"} for s in students}, "log\n"
 
-    monkeypatch.setattr(cli, "nbgrader", nbgrader)
+    monkeypatch.setattr(confine, "run", nbgrader)
     monkeypatch.setattr(cli, "sandbox_problem", lambda: None)
     monkeypatch.setattr(cli, "too_little_memory", lambda memory, processes: None)
     monkeypatch.setattr(cli, "set_due_date", lambda course, assignment, due: None)
@@ -179,13 +179,8 @@ def test_a_student_no_worker_graded_is_graded_again_alone(course, make_grade, mo
     run, _, _ = make_grade
     asked = []
 
-    def nbgrader(command, assignment, *args, course, quiet=False, check=True):
-        excluded = set()
-        for arg in args:
-            if arg.startswith("--CourseDirectory.student_id_exclude="):
-                excluded = set(arg.split("=", 1)[1].split(","))
-        students = sorted(f.parent.name for f in (course / "submitted").glob(f"*/{assignment}"))
-        mine = [s for s in students if s not in excluded]
+    def nbgrader(command, assignment, students, course, *args, **kw):
+        mine = list(students)  # confine.run grades these, one child each
         asked.append(mine)
         for student in mine:
             if student == "ok_2" and len(asked) <= 2:  # its first worker fails it
@@ -193,9 +188,9 @@ def test_a_student_no_worker_graded_is_graded_again_alone(course, make_grade, mo
             graded = course / "autograded" / student / assignment
             graded.mkdir(parents=True, exist_ok=True)
             (graded / f"{assignment}.ipynb").write_text("{}")
-        return "log\n"
+        return {s: {"status": "ok"} for s in mine}, "log\n"
 
-    monkeypatch.setattr(cli, "nbgrader", nbgrader)
+    monkeypatch.setattr(confine, "run", nbgrader)
     assert run("--workers", "2") == 1  # the refused folders are still NOT GRADED
     err = capsys.readouterr().err
     assert sorted(map(tuple, asked[:2])) == [("ok",), ("ok_2",)], asked  # one each

@@ -14,6 +14,9 @@ kernel    the copy a submission's kernel runs: the hidden tests as code objects,
 verdict   each hidden test judged in the grader's process, from data the sandbox sends
 outputs   the outputs a sandbox sends back, merged into the grader's copy
 autograde nbgrader's autograde with the execution in the sandbox; feedback
+confine   nbgrader's own processing of one submission in a child process under
+          limits of its own (memory, CPU, time), and reading a notebook so
+workers   a class shared among workers, a confined child per student
 gradebook a new gradebook made without the venv's bin on PATH
 cli       ``make grade`` (tools/grade.py): the stages above for one assignment
 decisions due dates and the late policy (book/autograder/deadlines.toml);

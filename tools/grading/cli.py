@@ -48,11 +48,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
-from .autograde import nbgrader
+from . import confine
 from .decisions import (
     DEADLINES,
     moved,
@@ -65,9 +63,19 @@ from .feedback import number, stamp_feedback
 from .folders import REFUSED, REFUSED_PREFIX, refuse_unsafe, stale_reports
 from .gradebook import use_this_python
 from .limits import SCOPED, memory_scope, systemd_scope
-from .repair import NOTES, SCORED_0, forget, not_graded_reasons, note, prepare_submissions, zero_reasons
-from .roster import display, printable, read_roster
+from .repair import (
+    NOTES,
+    SCORED_0,
+    expected_notebooks,
+    forget,
+    not_graded_reasons,
+    note,
+    prepare_submissions,
+    zero_reasons,
+)
+from .roster import printable, read_roster
 from .sandbox import _bytes, refusal, sandbox_problem, too_little_memory
+from .workers import autograde_all, feedback_all
 
 ROOT = Path(__file__).resolve().parents[2]
 UNSANDBOXED = """\
@@ -159,6 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--memory", default="4G", help="address space per process (4G)")
     parser.add_argument(
+        "--grader-memory",
+        default=os.environ.get(confine.MEMORY_ENV) or f"{confine.MEMORY >> 20}M",
+        help=f"address space of nbgrader's own process, per submission (2048M; {confine.MEMORY_ENV})",
+    )
+    parser.add_argument(
+        "--grader-cpu",
+        type=float,
+        default=confine.CPU,
+        help="CPU seconds of nbgrader's own process, per submission (120)",
+    )
+    parser.add_argument(
         "--processes",
         type=int,
         default=256,
@@ -213,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers: expected 0 (one per core) or more, got {args.workers}")
     if args.student_timeout < 0:
         parser.error(f"--student-timeout: expected 0 or more, got {args.student_timeout}")
+    try:
+        grader = confine.Limits(_bytes(args.grader_memory), args.grader_cpu)
+    except ValueError as err:
+        parser.error(f"--grader-memory, --grader-cpu: {err}")
     use_this_python()  # a new gradebook without the venv's bin on PATH
     course = args.course.resolve()
     if not (course / "nbgrader_config.py").is_file():
@@ -272,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     # reported, and everyone else is graded; reports of students gone are removed
     refuse_unsafe(course, args.assignment)
     stale_reports(course, args.assignment)
-    notes = prepare_submissions(course, args.assignment)
+    notes = prepare_submissions(course, args.assignment, grader)
     # a new due date, policy or limit changes every grade: grade everyone again
     settings = json.dumps([str(due), late, flags], sort_keys=True)
     # an extension changes one student's: grade that one again
@@ -316,7 +339,14 @@ def main(argv: list[str] | None = None) -> int:
     stage, failure = "autograde", ""
     try:
         set_due_date(course, args.assignment, due)
-        log = autograde_all(course, args.assignment, flags, stale, workers, args.verbose)
+        # nbgrader's own processing, a child per submission under ``grader``'s
+        # limits; its wall time: the sandbox's budget for the student, and more
+        notebooks = max(1, len(expected_notebooks(course, args.assignment)))
+        budget = args.student_timeout or args.notebook_timeout * notebooks
+        wall = budget + confine.WALL_MARGIN + grader.cpu
+        limits = confine.Limits(grader.memory, grader.cpu, wall)
+        sandboxed = not args.unsandboxed
+        log = autograde_all(course, args.assignment, flags, stale, workers, args.verbose, limits, sandboxed)
         (reports / "autograde.log").write_text(log)
         graded = dict(before) if args.student else {}
         where = f"its log: {reports / 'autograde.log'}"
@@ -337,12 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = write_grades(course, decisions)  # the gradebook and the decisions
         if args.feedback:
             stage = "feedback"
-            nbgrader(
-                "generate_feedback",
-                args.assignment,
-                course=course,
-                quiet=args.quiet,
-            )
+            limits = confine.Limits(grader.memory, grader.cpu, confine.FEEDBACK_WALL)
+            feedback_all(course, args.assignment, limits, not args.unsandboxed)
             # each page opens with the grade that goes back to the platform
             mine = [r for r in rows if r["assignment"] == args.assignment]
             stamp_feedback(course, mine)
@@ -435,84 +461,6 @@ def _available_memory() -> int | None:
     except OSError:
         pass
     return None
-
-
-def autograde_all(
-    course: Path,
-    assignment: str,
-    flags: list[str],
-    students: list[str],
-    workers: int,
-    verbose: bool = False,
-) -> str:
-    """nbgrader's autograde of ``students``, shared among ``workers`` processes (each
-    excludes the others' students); a line per student done, with how far grading
-    is and about how long is left; nbgrader's log, every process's in turn."""
-    if not students:
-        return ""
-    shares = [students[k::workers] for k in range(workers)]
-    everyone = sorted(p.parent.name for p in (course / "submitted").glob(f"*/{assignment}"))
-    logs = [""] * len(shares)
-    start = time.monotonic()
-
-    def run(k: int) -> None:
-        others = sorted(set(everyone) - set(shares[k]))
-        exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
-        logs[k] = nbgrader(
-            "autograde",
-            assignment,
-            "--create",
-            *flags,
-            *exclude,
-            course=course,
-            quiet=True,
-            check=False,
-        )
-
-    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(shares))]
-    for thread in threads:
-        thread.start()
-    done: set[str] = set()
-    roster = read_roster(course)
-    total = len(students)
-    print(f"grading {total} submission(s), {len(shares)} at a time", file=sys.stderr)
-    while True:
-        alive = any(t.is_alive() for t in threads)
-        for student in students:
-            if student in done:
-                continue
-            finished = course / "autograded" / student / assignment
-            ended = not alive or (finished.is_dir() and _written(finished))
-            if ended:
-                done.add(student)
-                took = time.monotonic() - start
-                left = took / len(done) * (total - len(done))
-                who = display(course, student, roster)
-                print(
-                    printable(f"  {len(done)}/{total} {who} ({took:.0f} s; about {left:.0f} s left)"),
-                    file=sys.stderr,
-                    flush=True,
-                )
-        if not alive:
-            break
-        time.sleep(0.5)
-    log = "".join(logs)
-    missed = [st for st in students if not _written(course / "autograded" / st / assignment)]
-    if missed and len(shares) > 1:  # once more, alone: two processes shared one gradebook
-        for student in missed:  # nbgrader skips a student whose folder is there
-            shutil.rmtree(course / "autograded" / student / assignment, ignore_errors=True)
-        others = sorted(set(everyone) - set(missed))
-        exclude = [f"--CourseDirectory.student_id_exclude={','.join(others)}"] if others else []
-        log += nbgrader("autograde", assignment, "--create", *flags, *exclude, course=course, quiet=True, check=False)
-    if verbose:
-        print(printable(log, escape=True), file=sys.stderr)
-    return log
-
-
-def _written(folder: Path) -> bool:
-    """Whether nbgrader has finished this submission: its autograded notebooks are
-    written after grading (the files it copies first are not notebooks)."""
-    return any(folder.glob("*.ipynb"))
 
 
 def summary(rows: list[dict], assignment: str) -> str:

@@ -15,6 +15,7 @@ carry it.
 from __future__ import annotations
 
 import html
+import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -205,3 +206,89 @@ def image_metadata(metadata, kinds) -> dict:
         if sizes:
             kept[kind] = sizes
     return kept
+
+
+# A feedback page loads nothing from another machine: nbconvert's template loads
+# MathJax 2 from a CDN; the page gets the course's own copy (the site's, vendored in
+# book/_static/mathjax) beside it instead, and a page over MAX_PAGE bytes (a
+# notebook's outputs, most likely: LimitOutput keeps lines, not bytes) is cut.
+MATHJAX = Path(__file__).resolve().parents[2] / "book" / "_static" / "mathjax"
+MATHJAX_BLOCK = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+LOCAL_MATHJAX = r"""<!-- Load mathjax: the course's own copy, beside this page -->
+<script>
+window.MathJax = {
+  tex: {inlineMath: [["$", "$"], ["\\(", "\\)"]], displayMath: [["$$", "$$"], ["\\[", "\\]"]],
+        processEscapes: true, processEnvironments: true,
+        macros: {R: "\\mathbb{R}", softmax: "\\operatorname{softmax}"}},
+  options: {ignoreHtmlClass: "tex2jax_ignore", processHtmlClass: "tex2jax_process"}
+};
+</script>
+<script src="mathjax/tex-chtml-full.js" async></script>
+<!-- End of mathjax configuration -->"""
+MAX_PAGE = 5 << 20  # bytes of one feedback page (an honest one: about 0.2 MiB)
+CUT_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>{title}</title></head>
+<body>
+<h1>{title}: feedback page cut</h1>
+<p>This page was {size} MiB, more than the {cap} MiB a feedback page may be (most
+likely the notebook's outputs), so it was replaced by this note. The grade above
+does not change; ask your instructor for the graded notebook.</p>
+</body></html>
+"""
+
+
+def finish_pages(course: Path, assignment: str, students=None, cap: int = MAX_PAGE) -> dict:
+    """Each feedback page of ``assignment`` (of ``students``, default: all): a page
+    over ``cap`` bytes replaced by a short page saying so, the others given the
+    course's own MathJax (``offline_math``). {student: report lines} for the cut."""
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
+        raise ValueError(f"cap: expected a number of bytes above 0, got {cap!r}")
+    said: dict[str, list[str]] = {}
+    for folder in sorted((course / "feedback").glob(f"*/{assignment}")):
+        student = folder.parent.name
+        if students is not None and student not in students:
+            continue
+        for page in sorted(folder.glob("*.html")):
+            size = page.stat().st_size
+            if size > cap:
+                mib, most = f"{size / (1 << 20):.1f}", f"{cap / (1 << 20):g}"
+                title = html.escape(page.stem)
+                page.write_text(CUT_PAGE.format(title=title, size=mib, cap=most), encoding="utf-8")
+                line = f"feedback page {page.name} cut: {mib} MiB, more than {most} MiB"
+                said.setdefault(student, []).append(line)
+            else:
+                offline_math(page)
+    return said
+
+
+def offline_math(page: Path) -> bool:
+    """The page's MathJax from the course's copy in a ``mathjax`` folder beside it (the
+    site's, linked or copied there), not from a CDN; where the course has no copy, no
+    MathJax at all (the math shows as TeX). Whether the page changed."""
+    text = page.read_text(encoding="utf-8")
+    if not MATHJAX_BLOCK.search(text):
+        return False
+    local = MATHJAX.joinpath("tex-chtml-full.js").is_file()
+    if local:
+        _copy_mathjax(page.parent / "mathjax", page.parents[3] / ".mathjax")
+    block = LOCAL_MATHJAX if local else "<!-- no MathJax: the math shows as TeX -->"
+    page.write_text(MATHJAX_BLOCK.sub(lambda m: block, text, count=1), encoding="utf-8")
+    return True
+
+
+def _copy_mathjax(target: Path, shared: Path) -> None:
+    """The vendored MathJax at ``target``: hard links to one copy per course
+    (``shared``, <course>/.mathjax), or copies where links cannot be made."""
+    import shutil
+
+    if not shared.is_dir():
+        shutil.copytree(MATHJAX, shared, dirs_exist_ok=True)
+    for source in sorted(p for p in shared.rglob("*") if p.is_file()):
+        path = target / source.relative_to(shared)
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, path)
+        except OSError:
+            shutil.copy2(source, path)

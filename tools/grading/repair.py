@@ -28,6 +28,8 @@ import nbformat
 from nbformat import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
+from . import confine
+
 NOTES = "reports"  # <course>/reports/<assignment>/<student>.txt: what grading changed
 CHECK = "am-i-done"  # the id of handin.py's cell in a released notebook
 
@@ -374,9 +376,10 @@ def too_large(path: Path) -> str:
     return ""
 
 
-def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
+def prepare_submissions(course: Path, assignment: str, limits=None) -> dict[str, list[str]]:
     """Give each submitted notebook its expected name; {student: what was done}
-    (every student, a list that may be empty).
+    (every student, a list that may be empty). ``limits`` (confine.Limits): what
+    reading one notebook may cost (the default's without).
 
     A notebook that is not valid JSON is set aside as ``NAME.ipynb.unreadable``, so
     that nbgrader scores it 0 and grades the others.
@@ -400,11 +403,14 @@ def prepare_submissions(course: Path, assignment: str) -> dict[str, list[str]]:
                 target.rename(target.with_name(target.name + ".refused"))
                 done.setdefault(student, []).append(f"{SCORED_0}: {target.name} {refused}")
                 continue
-            try:
-                nbformat.read(target, as_version=4)
-            except Exception as err:  # nbformat raises several kinds
+            # read in a child process under the grader's limits (confine.py): a
+            # notebook under the caps can still take gigabytes to parse
+            why = confine.read_notebook(target, limits or confine.DEFAULT)
+            if why.startswith("the grader's"):  # a limit: refused, with the reason
+                target.rename(target.with_name(target.name + ".refused"))
+                done.setdefault(student, []).append(f"{SCORED_0}: {target.name}: {why}")
+            elif why:
                 target.rename(target.with_name(target.name + ".unreadable"))
-                why = f"{type(err).__name__}: {str(err)[:200]}"
                 text = f"{SCORED_0}: {target.name} is not a notebook ({why})"
                 done.setdefault(student, []).append(text)
     return done
