@@ -280,3 +280,35 @@ def test_nbgrader_itself_past_its_memory_limit_is_stopped_and_the_next_student_g
     assert (course / "autograded" / "b_honest" / "assignment1" / "assignment1.ipynb").is_file()
     said = confine.reason("memory", limits)
     assert said == "the grader's memory limit (1400 MiB) was exceeded while grading the notebook"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_feedback_page_typesets_its_math_in_chromium_with_nothing_from_outside(confined_class):
+    """The honest page opened from disk in headless Chromium: MathJax (the course's
+    copy beside it) typesets the course's formulas, and the page asks for nothing but
+    files of its own folder (every other request recorded, and refused)."""
+    from test_site import CHROMIUM_FLAGS, find_chromium
+
+    page_file = confined_class[0] / "feedback" / "b_honest" / "assignment1" / "assignment1.html"
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found (apt-get install chromium, as .ci/run does)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    asked = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.on("request", lambda request: asked.append(request.url))
+            page.route(re.compile(r"^(?!file:|data:).*"), lambda route: route.abort())
+            page.goto(page_file.as_uri(), wait_until="load")
+            page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0", timeout=60_000)
+            math = page.evaluate("() => [...document.querySelectorAll('mjx-container')].map(e => e.textContent)")
+        finally:
+            browser.close()
+    assert any("softmax" in m for m in math), math  # the course's formula, typeset
+    outside = [u for u in asked if not u.startswith(("file:", "data:"))]
+    assert outside == [], outside
+    assert any(u.endswith("/mathjax/tex-chtml-full.js") for u in asked), asked

@@ -187,6 +187,12 @@ def test_a_feedback_page_loads_nothing_remote(graded):
     text = pages[0].read_text(encoding="utf-8")
     assert "tracker.example/p.png" in text and '<img src="http://tracker' not in text
     assert 'src="//cdn.example' not in text
+    from test_grading_confine import remote_loads  # no page loads from outside (item 9)
+
+    pages = sorted((course / "feedback").rglob("*.html"))
+    assert len(pages) >= 9, pages
+    for page in pages:
+        assert remote_loads(page.read_text(encoding="utf-8")) == [], page
 
 
 def test_the_verdicts_are_data(graded):

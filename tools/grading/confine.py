@@ -62,8 +62,10 @@ class Limits:
     def __post_init__(self):
         for name in ("memory", "cpu", "wall"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"Limits.{name}: expected a number above 0, got {value!r}")
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or value <= 0:
+                expected = "expected a number above 0"
+                raise ValueError(f"Limits.{name}: {expected}, got {value!r}")
 
 
 def reason(status: str, limits: Limits, command: str = "autograde") -> str:
@@ -253,7 +255,8 @@ def read_notebook(path: Path, limits: Limits = DEFAULT) -> str:
         said = pipe.read().decode(errors="replace")
     if done["status"] == "ok":
         return ""
-    return reason(done["status"], limits, "read") or said or "nbformat could not read it"
+    said = said or "nbformat could not read it"
+    return reason(done["status"], limits, "read") or said
 
 
 def _usage(pid: int) -> tuple[float, int]:
@@ -324,7 +327,11 @@ def _guard_memory() -> None:
 
         return call
 
-    names = ("convert_single_notebook", "init_assignment", "init_single_notebook_resources")
+    names = (
+        "convert_single_notebook",
+        "init_assignment",
+        "init_single_notebook_resources",
+    )
     for cls in (BaseConverter, Autograde, GenerateFeedback):
         for name in names:
             if name in vars(cls):

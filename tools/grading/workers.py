@@ -46,10 +46,18 @@ def autograde_all(
     flags = ["--create", *flags]
 
     def run(k: int) -> None:
-        done, logs[k] = confine.run("autograde", assignment, shares[k], course, flags, limits, sandboxed)
+        done, logs[k] = confine.run(
+            "autograde",
+            assignment,
+            shares[k],
+            course,
+            flags,
+            limits,
+            sandboxed,
+        )
         found.update(done)
 
-    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(len(shares))]
+    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(workers)]
     for thread in threads:
         thread.start()
     done: set[str] = set()
@@ -69,7 +77,9 @@ def autograde_all(
                 left = took / len(done) * (total - len(done))
                 who = display(course, student, roster)
                 print(
-                    printable(f"  {len(done)}/{total} {who} ({took:.0f} s; about {left:.0f} s left)"),
+                    printable(
+                        f"  {len(done)}/{total} {who} ({took:.0f} s; about {left:.0f} s left)",
+                    ),
                     file=sys.stderr,
                     flush=True,
                 )
@@ -78,11 +88,20 @@ def autograde_all(
         time.sleep(0.5)
     log = "".join(logs)
     stopped = _stopped(course, assignment, found, limits, "autograde")
-    missed = [st for st in students if st not in stopped and not _written(course / "autograded" / st / assignment)]
-    if missed and len(shares) > 1:  # once more, alone: two processes shared one gradebook
+    graded = course / "autograded"
+    missed = [s for s in students if s not in stopped and not _written(graded / s / assignment)]
+    if missed and len(shares) > 1:  # once more, alone: two servers shared one gradebook
         for student in missed:  # nbgrader skips a student whose folder is there
-            shutil.rmtree(course / "autograded" / student / assignment, ignore_errors=True)
-        again, more = confine.run("autograde", assignment, missed, course, flags, limits, sandboxed)
+            shutil.rmtree(graded / student / assignment, ignore_errors=True)
+        again, more = confine.run(
+            "autograde",
+            assignment,
+            missed,
+            course,
+            flags,
+            limits,
+            sandboxed,
+        )
         log += more
         _stopped(course, assignment, again, limits, "autograde")
     log += "".join(
@@ -96,7 +115,7 @@ def autograde_all(
     return log
 
 
-def _stopped(course: Path, assignment: str, found: dict, limits, command: str) -> list[str]:
+def _stopped(course: Path, assignment: str, found: dict, limits, command: str) -> list:
     """The students whose nbgrader child passed a limit (``found``: confine.run's
     results): their grading removed, and 0 with the reason in their reports."""
     stopped = []
@@ -106,10 +125,10 @@ def _stopped(course: Path, assignment: str, found: dict, limits, command: str) -
             continue
         stopped.append(student)
         if command == "autograde":
-            shutil.rmtree(course / "autograded" / student / assignment, ignore_errors=True)
+            shutil.rmtree(course / "autograded" / student / assignment, True)
             note(course, assignment, student, f"{SCORED_0}: {why}")
         else:
-            shutil.rmtree(course / "feedback" / student / assignment, ignore_errors=True)
+            shutil.rmtree(course / "feedback" / student / assignment, True)
             note(course, assignment, student, f"feedback not written: {why}")
     return stopped
 
@@ -119,8 +138,18 @@ def feedback_all(course: Path, assignment: str, limits, sandboxed: bool = True) 
     under ``limits`` (confine.run); a student whose child passed a limit gets no
     page, and a line in the report says why; then every page made offline-safe and
     within its size (feedback.finish_pages). RuntimeError: the server failed."""
-    students = sorted(p.parent.name for p in (course / "autograded").glob(f"*/{assignment}") if _written(p))
-    found, log = confine.run("generate_feedback", assignment, students, course, (), limits, sandboxed, check=True)
+    graded = (course / "autograded").glob(f"*/{assignment}")
+    students = sorted(p.parent.name for p in graded if _written(p))
+    found, log = confine.run(
+        "generate_feedback",
+        assignment,
+        students,
+        course,
+        (),
+        limits,
+        sandboxed,
+        check=True,
+    )
     _stopped(course, assignment, found, limits, "generate_feedback")
     for student, lines in finish_pages(course, assignment, students).items():
         for line in lines:
