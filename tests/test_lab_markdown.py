@@ -146,3 +146,23 @@ def test_every_solution_code_cell_is_folded(path):
         assert hidden == in_solution or (hidden and quiz), f"{path.name}: {cell.source[:80]!r}"
         inside += in_solution
     assert inside >= 1, f"{path.name}: no solution code cell"
+
+
+def test_a_box_that_another_chapter_links_holds_its_label():
+    """A link from another chapter to a common-mistake box (05's to
+    ``03_multi_head_attention.ipynb#mistake-mha-bool-mask``, issue 55 item 2) leads into the
+    box: its label is the box body's first line, where jupyterlab-myst gives the paragraph
+    the id, not the line before the box, where it gives nothing."""
+    from notebook_markdown import BOX_LABEL_BEFORE
+
+    linked = set().union(*lab_markdown.linked_here().values())
+    assert {"mistake-mha-bool-mask", "mistake-inverted-mask"} <= linked
+    outside = [
+        f"{path.stem}: {m['label']}"
+        for path in NOTEBOOKS
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "markdown"
+        for m in BOX_LABEL_BEFORE.finditer(cell.source)
+        if m["label"] in linked
+    ]
+    assert not outside, f"labels a link points to, left before their box: {outside}"

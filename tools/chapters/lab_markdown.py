@@ -27,9 +27,11 @@ In a chapter's markdown cells it rewrites (idempotent; code and outputs untouche
   ``"jupyter": {"source_hidden": true, "outputs_hidden": true}``: JupyterLab and
   Notebook 7 show it folded (the site shows the solution in a dropdown); the solution's
   prose, in the markdown cell of the exercise, stays open;
-* ``(label)=`` before a box (``{admonition}``, ``{note}``, ...) that the chapter links ->
-  ``(label)=`` as the first line of the box's body: jupyterlab-myst gives an admonition no
-  id, but the paragraph a label stands before gets it, so the link leads into the box.
+* ``(label)=`` before a box (``{admonition}``, ``{note}``, ...) that a chapter links (its
+  own or another) -> ``(label)=`` as the first line of the box's body: jupyterlab-myst
+  gives an admonition no id, but the paragraph a label stands before gets it, so the
+  link leads into the box (from another chapter too: ``05_encoder``'s link to
+  ``03_multi_head_attention.ipynb#mistake-mha-bool-mask``).
 
 It also gives each self-check quiz's stored output the line ``ah.quiz`` prints for a
 front end that does not run its script (where it printed
@@ -148,7 +150,7 @@ class Converter:
             return m.group(0) if new is None else new
 
         text = plain_markdown._ROLE.sub(one, text)
-        linked = self.linked_here.get(page, set())
+        linked = set().union(*self.linked_here.values())  # by this chapter or another
 
         def box(m: re.Match) -> str:
             return m["open"] + "(" + m["label"] + ")=\n" if m["label"] in linked else m.group(0)
