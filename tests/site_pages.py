@@ -1,7 +1,8 @@
 """What tests/test_site.py opens and how: the built site's pages, the headless Chromium
-that opens them (its flags; ``find_chromium``, which tools/bench/bench_browser.py and the
-translator's browser tests use too), and the scripts each visit runs in a page (the wait for
-MathJax and the translator, the report of images, math and links, the layout measures).
+that opens them (its flags and ``find_chromium``, from tools/bench/chromium.py, which
+tools/bench/bench_browser.py and the translator's browser tests use too), and the scripts
+each visit runs in a page (the wait for MathJax and the translator, the report of images,
+math and links, the layout measures).
 Set AIAYN_SITE_DIR to test another build than _build/html. Kept apart so that the test file
 holds the tests (the 600-line rule, tests/test_architecture.py); no test is defined here.
 """
@@ -11,12 +12,12 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from bench.chromium import CHROMIUM_FLAGS, find_chromium  # noqa: E402, F401  (shared with bench_browser)
 from bench.measure_stretches import JS_STRETCHES  # noqa: E402  (tools/ is not a package)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,23 +32,7 @@ HTML = sorted(
 REDIRECTS = [p for p in HTML if REDIRECT.search((SITE / p).read_text(encoding="utf-8", errors="replace")[:2000])]
 PAGES = [p for p in HTML if p not in REDIRECTS]
 CHAPTERS = [p for p in PAGES if re.fullmatch(r"notebooks/[^/]+\.html", p)]
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 STOPWORDS = {"about", "after", "their", "there", "these", "which", "while", "where", "every", "first"}
-
-
-def find_chromium() -> str | None:
-    for name in (os.environ.get("CHROMIUM", ""), "chromium", "chromium-browser", "google-chrome"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
 
 
 LAYOUT_VIEWPORTS = {"laptop": (1280, 900), "phone": (390, 844)}

@@ -201,14 +201,7 @@ RULES = [
 ]
 
 # Imports the rules call wrong that today's code still makes: (file, owner imported, why).
-KNOWN_BREAKS = [
-    (
-        "tools/bench/bench_browser.py",
-        "tests",
-        "a tool imports a test module (find_chromium and CHROMIUM_FLAGS from tests/test_site.py): "
-        "they belong in a module both can import",
-    ),
-]
+KNOWN_BREAKS: list[tuple[str, str, str]] = []
 
 
 def rule_for(relative: str) -> Rule | None:

@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from test_browser_export import corpus_sources
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from bench.chromium import CHROMIUM_FLAGS, find_chromium, keep_offline, served  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSLATOR = ROOT / "book" / "_static" / "translator"
@@ -125,7 +128,7 @@ def test_explorer_page_quotes_the_benchmark():
 # ------------------------------------------------------------------- the built site
 @pytest.fixture(scope="module")
 def site_page():
-    from test_site import SITE, find_chromium
+    from site_pages import SITE
 
     built = SITE / "_static" / "translator" / "built.json"
     if not built.is_file() or not json.loads(built.read_text())["model"]:
@@ -133,35 +136,14 @@ def site_page():
     executable = find_chromium()
     if executable is None:
         pytest.skip("no Chromium found: browser test skipped")
-    import functools
-    import http.server
-    import threading
-
     from playwright.sync_api import sync_playwright
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
-    external, errors = [], []
-
-    def offline(route):
-        if urlsplit(route.request.url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            external.append(route.request.url)
-            route.abort("internetdisconnected")
-
-    with sync_playwright() as p:
-        from test_site import CHROMIUM_FLAGS
-
+    errors = []
+    with served(SITE) as (_, base), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.set_default_timeout(60_000)
-        context.route("**/*", offline)
+        external = keep_offline(context)
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
@@ -170,8 +152,6 @@ def site_page():
         assert not external, external
         assert not errors, errors
         browser.close()
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def _translate(page, text: str, greedy: bool = False) -> str:

@@ -25,15 +25,17 @@ more of Chromium; make test-integration).
 
 from __future__ import annotations
 
-import functools
 import http.server
 import json
-import threading
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from bench.chromium import CHROMIUM_FLAGS, find_chromium, keep_offline, served  # noqa: E402
 
 pytestmark = [pytest.mark.site, pytest.mark.integration, pytest.mark.rendering]
 
@@ -42,18 +44,11 @@ INTRO = "book/intro.html"
 LONG = "Ein Mann in einem blauen Hemd fährt mit seinem alten Fahrrad die steile Straße hinunter, " * 3
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    """The site, with a log of the paths asked for, a speed limit on the model's
-    weights (bytes per second, 0: none) and a set of files whose next download
-    breaks off half way."""
-
-    daemon_threads = True
-
-    def __init__(self, site: Path):
-        self.log: list[str] = []
-        self.limit = 0
-        self.break_once: set[str] = set()
-        super().__init__(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
+# the served site's state, read by _Handler as self.server.<name>: the paths asked for,
+# a speed limit on the model's weights (bytes per second, 0: none) and the files whose
+# next download breaks off half way
+def _state() -> dict:
+    return {"log": [], "limit": 0, "break_once": set()}
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -85,7 +80,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def reader():
-    from test_site import CHROMIUM_FLAGS, SITE, find_chromium
+    from site_pages import SITE
 
     built = SITE / "_static" / "translator" / "built.json"
     if not built.is_file() or not json.loads(built.read_text())["model"]:
@@ -95,26 +90,14 @@ def reader():
         pytest.skip("no Chromium found: browser test skipped")
     from playwright.sync_api import sync_playwright
 
-    server = _Server(SITE)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
-    with sync_playwright() as p:
+    with served(SITE, _Handler, **_state()) as (server, base), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
 
         def new_page(path: str = EXPLORER, width: int = 1280):
             context = browser.new_context(viewport={"width": width, "height": 900})
             context.set_default_timeout(90_000)
-            external, errors = [], []
-
-            def offline(route):
-                url = urlsplit(route.request.url)
-                if url.scheme == "file" or url.hostname == "127.0.0.1":
-                    route.continue_()
-                else:
-                    external.append(route.request.url)
-                    route.abort("internetdisconnected")
-
-            context.route("**/*", offline)
+            errors = []
+            external = keep_offline(context, files=True)
             page = context.new_page()
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.errors, page.external = errors, external
@@ -123,8 +106,6 @@ def reader():
 
         yield server, new_page, SITE
         browser.close()
-    server.shutdown()
-    server.server_close()
 
 
 def _box(page):

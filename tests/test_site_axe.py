@@ -17,11 +17,14 @@ Marker ``site`` and ``integration``: a page takes a few seconds (make test-integ
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from test_site import server  # noqa: F401  (the site served from 127.0.0.1)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from bench.chromium import CHROMIUM_FLAGS, find_chromium, keep_offline  # noqa: E402
 
 pytestmark = [pytest.mark.site, pytest.mark.integration, pytest.mark.rendering]
 
@@ -32,8 +35,6 @@ SERIOUS = ("serious", "critical")
 
 @pytest.fixture(scope="module")
 def axe_page(server):  # noqa: F811  (the fixture imported above)
-    from test_site import CHROMIUM_FLAGS, find_chromium
-
     if not AXE.is_file():
         pytest.skip(f"{AXE} not found (make book installs it with npm ci from tools/ship/browser)")
     executable = find_chromium()
@@ -45,7 +46,7 @@ def axe_page(server):  # noqa: F811  (the fixture imported above)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.route("**/*", lambda r: r.continue_() if urlsplit(r.request.url).hostname == "127.0.0.1" else r.abort())
+        keep_offline(context)
         page = context.new_page()
 
         def run(path: str) -> list[dict]:

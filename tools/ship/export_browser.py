@@ -63,6 +63,8 @@ OPSET = 17
 MAX_SOURCE_TOKENS = 100
 MAX_POSITIONS = 256
 FILES = ("encoder.onnx", "decoder.onnx", "weights.bin")
+# the same two graphs as the page runs them: float32 weights from widened.bin (_Widened)
+PAGE_GRAPHS = ("encoder.widened.onnx", "decoder.widened.onnx")
 
 
 # -- the weights --------------------------------------------------------------------
@@ -122,6 +124,85 @@ def _quantise(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     return q, scale
 
 
+class _Widened:
+    """The page's graphs read their weights as float32 from ``widened.bin``, a file that
+    is never downloaded: the page widens it from ``weights.bin`` itself (``widen.js``:
+    each int8 value times its channel's scale, each float16 value as float32), the same
+    numbers as the Cast and Mul that onnxruntime folds when it loads ``encoder.onnx`` and
+    ``decoder.onnx`` (a float32 product of two float32 numbers, rounded once), but
+    without that folding, the slowest part of creating the sessions in the browser.
+    ``recipe`` (in translator.json) says where each tensor's float32 values go and
+    where they come from in weights.bin."""
+
+    FILE = "widened.bin"
+
+    def __init__(self):
+        self.tensors: dict[str, dict] = {}  # name -> kind, shape, axis, offset
+        self.size = 0
+
+    def add(self, key: str, kind: str, shape: tuple[int, ...], axis: int, graph: _Graph) -> str:
+        name = key + ".f32"
+        if name not in self.tensors:
+            self.size += (-self.size) % 64
+            count = int(np.prod(shape))
+            self.tensors[name] = {"key": key, "kind": kind, "shape": list(shape), "axis": axis, "offset": self.size}
+            self.size += 4 * count
+        graph.widened_used.add(name)
+        return name
+
+    def initialiser(self, name: str):
+        from onnx import TensorProto
+
+        t = self.tensors[name]
+        tensor = TensorProto()
+        tensor.name = name
+        tensor.data_type = TensorProto.FLOAT
+        tensor.dims.extend(t["shape"])
+        tensor.data_location = TensorProto.EXTERNAL
+        length = 4 * int(np.prod(t["shape"]))
+        for k, v in (("location", self.FILE), ("offset", str(t["offset"])), ("length", str(length))):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = k, v
+        return tensor
+
+    def recipe(self, places: dict[str, tuple[int, int]]) -> dict:
+        """``bytes`` of widened.bin and, per tensor, ``[offset, kind, count, source,
+        scale, columns, axis]``: float32 values from byte ``offset`` of widened.bin,
+        ``count`` of them, from byte ``source`` of weights.bin (int8 or float16 values,
+        rows times ``columns``); for int8 the float32 scales at byte ``scale``, one per
+        column (axis 1) or per row (axis 0)."""
+        rows = []
+        for t in self.tensors.values():
+            count = int(np.prod(t["shape"]))
+            columns = t["shape"][-1] if len(t["shape"]) == 2 else count
+            if t["kind"] == "int8":
+                source, scale = places[t["key"] + ".int8"][0], places[t["key"] + ".scale"][0]
+            else:
+                source, scale = places[t["key"]][0], -1
+            rows.append([t["offset"], t["kind"], count, source, scale, columns, t["axis"]])
+        return {"bytes": self.size + (-self.size) % 64, "tensors": rows}
+
+
+def widen(weights: bytes, recipe: dict) -> np.ndarray:
+    """widened.bin's float32 values from weights.bin (what the page's widen.js does):
+    ``recipe`` is translator.json's ``widened``."""
+    if not isinstance(recipe, dict) or not {"bytes", "tensors"} <= recipe.keys():
+        raise ValueError(f"expected translator.json's widened recipe (bytes, tensors), got {recipe!r:.80}")
+    out = np.zeros(recipe["bytes"] // 4, dtype=np.float32)
+    for offset, kind, count, source, scale, columns, axis in recipe["tensors"]:
+        if kind == "int8":
+            q = np.frombuffer(weights, np.int8, count, source).reshape(-1, columns).astype(np.float32)
+            rows = count // columns
+            s = np.frombuffer(weights, np.float32, columns if axis == 1 else rows, scale)
+            values = q * (s[None, :] if axis == 1 else s[:, None])
+        elif kind == "float16":
+            values = np.frombuffer(weights, np.float16, count, source).astype(np.float32)
+        else:
+            raise ValueError(f"expected int8 or float16 weights in the recipe, got {kind!r}")
+        out[offset // 4 : offset // 4 + count] = values.reshape(-1)
+    return out
+
+
 class _Graph:
     """A small builder: each method adds one ONNX node and returns its output."""
 
@@ -132,6 +213,8 @@ class _Graph:
         self.store, self.state = store, state
         self.nodes, self.used, self.consts = [], set(), {}
         self.count = 0
+        self.widened: _Widened | None = None  # set: the page's graph (widened.bin)
+        self.widened_used: set[str] = set()
 
     def op(self, kind: str, *inputs: str, **attrs) -> str:
         self.count += 1
@@ -165,8 +248,15 @@ class _Graph:
             # int8 matrix products instead, slower here and not the same numbers
             q, scale = _quantise(w, axis)
             shape = (1, -1) if axis == 1 else (-1, 1)
+            if self.widened is not None:
+                self.store.add(key + ".int8", q)
+                self.store.add(key + ".scale", scale.reshape(shape))
+                return self.widened.add(key, "int8", q.shape, axis, self)
             widened = self.op("Cast", self.stored(key + ".int8", q), to=1)
             return self.op("Mul", widened, self.stored(key + ".scale", scale.reshape(shape)))
+        if self.widened is not None:
+            self.store.add(key, w.astype(np.float16))
+            return self.widened.add(key, "float16", w.shape, 0, self)
         return self.op("Cast", self.stored(key, w.astype(np.float16)), to=1)
 
     def linear(self, x: str, prefix: str) -> str:
@@ -242,6 +332,8 @@ class _Graph:
                 entry = tensor.external_data.add()
                 entry.key, entry.value = k, v
             initialisers.append(tensor)
+        for key in sorted(self.widened_used):
+            initialisers.append(self.widened.initialiser(key))
         graph = helper.make_graph(self.nodes, name, inputs, outputs, initialisers)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
         model.ir_version = 8  # what onnxruntime(-web) reads
@@ -362,18 +454,23 @@ def export(out: str | Path, *, int8: bool = False, name: str = "multi30k") -> di
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     state, cfg, tokenizer = _state(name)
-    store = _Store(int8)
-    enc, dec = _Graph(store, state), _Graph(store, state)
-    enc_io, dec_io = _encoder(enc, cfg), _decoder(dec, cfg)
+    store, widened = _Store(int8), _Widened()
+    graphs = {file: _Graph(store, state) for file in FILES[:2] + PAGE_GRAPHS}
+    for file in PAGE_GRAPHS:
+        graphs[file].widened = widened
+    ios = {file: (_encoder if file.startswith("encoder") else _decoder)(g, cfg) for file, g in graphs.items()}
     places = store.write(out / "weights.bin")
-    for graph, io, file in ((enc, enc_io, "encoder.onnx"), (dec, dec_io, "decoder.onnx")):
-        model = graph.model(file.removesuffix(".onnx"), *io, places)
+    # widened.bin is the page's, never shipped: written for the checker, then removed
+    (out / _Widened.FILE).write_bytes(widen((out / "weights.bin").read_bytes(), widened.recipe(places)).tobytes())
+    for file, graph in graphs.items():
+        model = graph.model(file.split(".")[0], *ios[file], places)
         onnx.save(model, out / file)
         onnx.checker.check_model(str(out / file))  # with its external data
+    (out / _Widened.FILE).unlink()
     from aiayn_helpers.pretrained import ROOT as PRETRAINED
 
     (out / "tokenizer.json").write_bytes((PRETRAINED / name / "tokenizer.json").read_bytes())
-    files = (*FILES, "tokenizer.json")
+    files = (*FILES, *PAGE_GRAPHS, "tokenizer.json")
     info = {
         "model": name,
         "weights": "int8 per channel" if int8 else "float16",
@@ -390,6 +487,10 @@ def export(out: str | Path, *, int8: bool = False, name: str = "multi30k") -> di
         "extra_tokens": 50,
         "bytes": {f: (out / f).stat().st_size for f in files},
         "sha256": {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files},
+        # what the page downloads (PAGE_GRAPHS read weights.bin and widened.bin) and how
+        # it widens the weights (_Widened.recipe)
+        "page_files": [*PAGE_GRAPHS, "weights.bin", "tokenizer.json"],
+        "widened": widened.recipe(places),
     }
     (out / "translator.json").write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return info

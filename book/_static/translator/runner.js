@@ -7,6 +7,7 @@
 //                    the key/value cache one position longer, the step's attention
 //   reorder(...)     beam search hands a beam's cache to its children (KVCache.reorder)
 // Runs inside the Web Worker (worker.js), never on the page's main thread.
+import { widen } from "./widen.js";
 
 const nameOf = (url) => url.split("/").pop();
 
@@ -89,44 +90,79 @@ export class Runner {
   // onProgress(loaded, total) in bytes.
   static async load(base, ortBase, onProgress = () => {}) {
     const t0 = performance.now();
-    const ort = await import(ortBase + "ort.wasm.min.mjs");
-    const infoResponse = await fetch(base + "translator.json", { cache: "no-cache" }).catch((err) => {
-      throw new Error(`translator.json could not be downloaded (${err.message})`);
-    });
-    if (!infoResponse.ok) throw new Error(`translator.json: HTTP ${infoResponse.status}`);
-    const info = await infoResponse.json();
     const wasmUrl = ortBase + "ort-wasm-simd-threaded.wasm";
-    const head = await fetch(wasmUrl, { method: "HEAD", cache: "no-cache" }).catch((err) => {
-      throw new Error(`the runtime could not be reached (${err.message})`);
-    });
+    // the runtime's module, the model's description and the runtime's size at once
+    const [ort, info, head] = await Promise.all([
+      import(ortBase + "ort.wasm.min.mjs"),
+      fetch(base + "translator.json", { cache: "no-cache" }).catch((err) => {
+        throw new Error(`translator.json could not be downloaded (${err.message})`);
+      }).then((r) => {
+        if (!r.ok) throw new Error(`translator.json: HTTP ${r.status}`);
+        return r.json();
+      }),
+      fetch(wasmUrl, { method: "HEAD", cache: "no-cache" }).catch((err) => {
+        throw new Error(`the runtime could not be reached (${err.message})`);
+      }),
+    ]);
     const wasmSize = +(head.headers.get("content-length") || 0);
     const wasmVersion = `${wasmSize}-${head.headers.get("etag") || head.headers.get("last-modified") || ""}`;
-    const total = Object.values(info.bytes).reduce((a, b) => a + b, 0) + wasmSize;
+    const pageFiles = info.page_files;
+    const total = pageFiles.reduce((a, f) => a + info.bytes[f], 0) + wasmSize;
     let loaded = 0;
     const tick = (n) => onProgress((loaded += n), total);
     const model = (f) => fetchOnce(base + f, info.sha256[f], info.bytes[f], tick);
-    const files = await Promise.all([
-      fetchOnce(wasmUrl, wasmVersion, wasmSize, tick),
-      model("weights.bin"),
-      model("encoder.onnx"),
-      model("decoder.onnx"),
-      model("tokenizer.json"),
-    ]);
-    const [wasm, weights, encoder, decoder, tokenizer] = files.map((f) => f.bytes);
+    const timings = {};
+    const since = (t) => (performance.now() - t) / 1000;
+    // the runtime is compiled as soon as it arrives, while the model still downloads
+    const runtime = fetchOnce(wasmUrl, wasmVersion, wasmSize, tick).then(async (file) => {
+      const t = performance.now();
+      const module = await WebAssembly.compile(file.bytes);
+      timings.compile = since(t);
+      return { ...file, module };
+    });
+    // the page's float32 weights, widened from weights.bin as soon as it arrives
+    const weights = model("weights.bin").then((file) => {
+      const t = performance.now();
+      const widened = widen(file.bytes, info.widened);
+      timings.widen = since(t);
+      return { ...file, widened };
+    });
+    const files = await Promise.all([runtime, weights, ...pageFiles.filter((f) => f !== "weights.bin").map(model)]);
+    const [wasm, w] = files;
+    const graphs = Object.fromEntries(pageFiles.filter((f) => f !== "weights.bin").map((f, i) => [f, files[i + 2].bytes]));
+    timings.files = since(t0);
     const t1 = performance.now();
     // one thread unless the page is cross-origin isolated (GitHub Pages is not)
     ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
-    ort.env.wasm.wasmBinary = wasm.buffer;
+    ort.env.wasm.wasmBinary = wasm.bytes.buffer;
     ort.env.wasm.wasmPaths = ortBase;
     ort.env.logLevel = "error";
-    const options = { executionProviders: ["wasm"], externalData: [{ path: "weights.bin", data: weights }] };
+    // the runtime instantiates its binary: the module compiled above is used instead of
+    // compiling the same bytes again (this worker's WebAssembly, for that buffer only)
+    const instantiate = WebAssembly.instantiate;
+    WebAssembly.instantiate = (what, imports) => (what?.buffer ?? what) === wasm.bytes.buffer
+      ? instantiate(wasm.module, imports).then((instance) => ({ instance, module: wasm.module }))
+      : instantiate(what, imports);
+    // "basic": the graphs' few constants folded, no fusions; with the weights widened
+    // already, the fusions of "all" (the default) cost more while the sessions are
+    // created than they save on a sentence (tools/bench/bench_browser.py's phases)
+    const options = {
+      executionProviders: ["wasm"],
+      graphOptimizationLevel: "basic",
+      externalData: [{ path: "weights.bin", data: w.bytes }, { path: "widened.bin", data: w.widened }],
+    };
     const runner = new Runner(ort, info);
-    runner.encoder = await ort.InferenceSession.create(encoder, options);
-    runner.decoder = await ort.InferenceSession.create(decoder, options);
-    runner.tokenizerJson = JSON.parse(new TextDecoder().decode(tokenizer));
+    try {
+      runner.encoder = await ort.InferenceSession.create(graphs["encoder.widened.onnx"], options);
+      runner.decoder = await ort.InferenceSession.create(graphs["decoder.widened.onnx"], options);
+    } finally {
+      WebAssembly.instantiate = instantiate;
+    }
+    timings.sessions = since(t1);
+    runner.tokenizerJson = JSON.parse(new TextDecoder().decode(graphs["tokenizer.json"]));
     runner.threads = ort.env.wasm.numThreads;
     runner.cached = files.every((f) => f.cached);
-    runner.timings = { files: (t1 - t0) / 1000, sessions: (performance.now() - t1) / 1000 };
+    runner.timings = timings;
     return runner;
   }
 

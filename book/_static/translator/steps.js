@@ -99,6 +99,7 @@ async function view(root) {
         alpha: Math.max(0, +alpha.value || 0),
         maxLength: maxLength.value ? Math.max(1, Math.floor(+maxLength.value)) : null,
         trace: { layer: +layer.value, head: +head.value },
+        maps: false, // the view shows the trace, not the maps
       };
       const r = await window.aiaynTranslator.translate(text, options);
       if (mine !== runs) return; // a newer run replaced this one

@@ -3,8 +3,9 @@
 // becomes a box (data-explorer: the explorer page's address, for the link to the
 // attention of the reader's sentence). Nothing here runs the model: worker.js does, in a
 // Web Worker, loaded when the reader first clicks into a box or presses Translate
-// (never on a plain page view, never by a link). Everything the reader types is shown
-// with textContent, never inserted as HTML.
+// (never on a first visit's plain page view, never by a link; a returning reader's,
+// already in the browser's cache, loads while the page is idle: whenReturning).
+// Everything the reader types is shown with textContent, never inserted as HTML.
 //
 // One translation at a time on the page: while one loads or runs, Translate and
 // Ctrl+Enter say so instead of starting a second. Stop works in every phase: while the
@@ -89,8 +90,9 @@ async function ask(text, options = {}, onPhase = null) {
   }
 }
 // for tools/bench/bench_browser.py and the tests: load() (the worker's "ready":
-// seconds, threads, cached), translate(text, {greedy, beamSize, alpha, maxLength, trace})
-window.aiaynTranslator = { translate: ask, load, busy: () => busy !== null };
+// seconds, threads, cached, timings), translate(text, {greedy, beamSize, alpha,
+// maxLength, trace, maps}), loaded() (true once the worker is ready: it never loads)
+window.aiaynTranslator = { translate: ask, load, busy: () => busy !== null, loaded: () => Boolean(ready) && !loading };
 
 function element(tag, attrs = {}, text = "") {
   const e = document.createElement(tag);
@@ -100,6 +102,22 @@ function element(tag, attrs = {}, text = "") {
 }
 
 const MB = (bytes) => (bytes / 1e6).toFixed(1);
+
+// A returning reader, whose browser keeps the runtime and the model from an earlier
+// visit (Cache Storage, runner.js), downloads nothing more: their box gets ready while
+// the page is idle (compiling, widening the weights, creating the sessions: a second or
+// two of one core), so that Translate answers at once. A first visit still waits for
+// the reader's click into the box.
+let preloading = false;
+function whenReturning() {
+  if (preloading || ready || !self.caches) return;
+  preloading = true;
+  const idle = (f) => (self.requestIdleCallback ? requestIdleCallback(f, { timeout: 3000 }) : setTimeout(f, 500));
+  caches.has("aiayn-translator")
+    .then(async (has) => has && (await (await caches.open("aiayn-translator")).keys()).length > 0)
+    .then((returning) => { if (returning) idle(() => { if (!ready) load(); }); })
+    .catch(() => {});
+}
 let busy = null; // the box translating now: one translation at a time on the page
 
 function box(root, index) {
@@ -145,7 +163,7 @@ function box(root, index) {
   // (built.json: the build's note, {"model": true} once make book copied the model in)
   let unavailable = null;
   fetch(here + "built.json").then((r) => r.json()).then((built) => {
-    if (built.model) return;
+    if (built.model) return whenReturning();
     unavailable = built.how;
     translate.setAttribute("aria-disabled", "true");
     say(built.how);
@@ -194,7 +212,10 @@ function box(root, index) {
       if (mine.stopped) return;
       mine.phase = root.dataset.phase = "encoding";
       say(greedy.checked ? "Translating (greedy)..." : "Translating (beam search)...");
-      const result = await ask(checked.text, { greedy: greedy.checked }, (m) => {
+      // the attention maps only where the explorer shows them (elsewhere the link to
+      // the explorer translates again there)
+      const options = { greedy: greedy.checked, maps: Boolean(window.aiaynExplorer) };
+      const result = await ask(checked.text, options, (m) => {
         Object.assign(mine, m);
         root.dataset.phase = mine.phase;
       });

@@ -1,12 +1,13 @@
 // The translator's Web Worker: loads the model when the page asks, then translates,
 // off the page's main thread (a long sentence never freezes the page). Messages in:
 //   {type: "load"}                             load the runtime and the model
-//   {type: "translate", id, text, greedy, beamSize, alpha, maxLength, trace}
+//   {type: "translate", id, text, greedy, beamSize, alpha, maxLength, trace, maps}
 //                                              translate one sentence (beamSize, alpha:
 //                                              the model's own unless given; trace:
 //                                              {layer, head}, every step of the beam
 //                                              search in the result, with that head's
-//                                              cross-attention)
+//                                              cross-attention; maps: false, no
+//                                              attention maps in the record)
 //   {type: "stop"}                             stop the translation under way (at its
 //                                              next phase or decoding step)
 // Messages out: {type: "progress", loaded, total}, {type: "ready", info, threads,
@@ -35,6 +36,14 @@ async function load() {
   runner = await Runner.load(here + "model/", here + "ort/", (loaded, total) =>
     postMessage({ type: "progress", loaded, total }));
   tokenizer = new Tokenizer(runner.tokenizerJson);
+  // a first, short beam search (three steps of a sentence no reader is shown) while the
+  // reader still types: the runtime's code for the model's shapes is compiled and warm
+  // by the time they press Translate (the first translation was twice the later ones)
+  const warm = performance.now();
+  const info = runner.info;
+  await beamSearch(runner, [...tokenizer.encode("Ein Hund läuft."), info.eos_id], info, info.beam_size,
+    info.length_penalty, async () => false, { trace: null, maxLength: 3 });
+  runner.timings.warmup = (performance.now() - warm) / 1000;
   postMessage({ type: "ready", info: runner.info, threads: runner.threads, cached: runner.cached,
     seconds: (performance.now() - start) / 1000, timings: runner.timings });
 }
@@ -46,7 +55,7 @@ class Stopped extends Error {
   }
 }
 
-async function translate({ id, text, greedy, beamSize, alpha, maxLength, trace }) {
+async function translate({ id, text, greedy, beamSize, alpha, maxLength, trace, maps: withMaps = true }) {
   const start = performance.now();
   const info = runner.info;
   stop = false;
@@ -84,9 +93,14 @@ async function translate({ id, text, greedy, beamSize, alpha, maxLength, trace }
       { trace: steps, maxLength, layer: trace?.layer ?? 0, head: trace?.head ?? 0 });
   const seconds = (performance.now() - start) / 1000; // tokenizing and decoding
   const english = tokenizer.decode(output);
-  await phase("maps");
-  const maps = await runner.attention(src, output);
-  const withMaps = (performance.now() - start) / 1000;
+  // every attention map of the translation, for the explorer (maps: false, the pages
+  // without one: the English comes a third sooner)
+  let maps = null;
+  if (withMaps) {
+    await phase("maps");
+    maps = await runner.attention(src, output);
+  }
+  const mapsSeconds = (performance.now() - start) / 1000;
   const record = {
     german: text,
     english,
@@ -104,7 +118,7 @@ async function translate({ id, text, greedy, beamSize, alpha, maxLength, trace }
       for (const c of s.candidates) words[c[1]] = tokenizer.token(c[1]);
     }
   }
-  postMessage({ type: "result", id, english, notes, record, seconds, withMaps, tokens: output.length,
+  postMessage({ type: "result", id, english, notes, record, seconds, withMaps: mapsSeconds, tokens: output.length,
     output, source: record.source, trace: steps, words, threads: runner.threads });
 }
 
