@@ -19,8 +19,10 @@ A child past a limit is stopped (with the sandbox it started); its student score
 with a one-line reason (``reason``) and the next student is graded in a fresh child,
 so nothing of one student's processing stays in the process that grades the next.
 
-Measured on an honest assignment 1 (tools/bench/bench_grading.py ``--confined``, 2
-shared cores under load): see the guide's "What grading guarantees".
+Measured (2 shared cores, load 3-7): an honest assignment 1's child maps at most
+838 MiB and takes 0.8-1.3 CPU-s; ``make grade`` writes each child's figures at the
+end of ``reports/<assignment>/autograde.log``; the instructor guide's "Grading runs
+the students' code" states the limits and their margins.
 """
 
 from __future__ import annotations
