@@ -19,7 +19,7 @@ LOCAL_MULTI30K := $(abspath ../shared/data/multi30k)
 AIAYN_DATA_DIR ?= $(if $(wildcard $(LOCAL_MULTI30K)/train.de.gz),$(LOCAL_MULTI30K))
 export AIAYN_DATA_DIR
 
-.PHONY: help setup data book pdf translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick diagrams
+.PHONY: help setup reader-lab data book pdf translator bench-browser test test-integration test-exercises test-portable lint lint-workflows pytest nbval outputs bench student editions site-test clean grade collect export bench-grading hub-links slides test-quick diagrams
 
 help:
 	@echo "make book     build the site into _build/html (sets itself up)"
@@ -73,7 +73,26 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip uninstall --quiet --disable-pip-version-check -y rfc3987-syntax
 	@touch $(STAMP)
 
+# The reader's JupyterLab (tools/chapters/jupyterlab/, README): nbgrader's lab extension
+# (the Nbgrader menu, the Validate button, the Create Assignment bar) and its server
+# extensions switched off in this environment (grading uses nbgrader's command line, which
+# they do not touch), and aiayn-reader, a small extension of the book's own: a link to a
+# bibliography entry, an API entry or a common-mistake box lands on it once the page is
+# drawn, and at a phone's width the file browser closes when a chapter opens.
+# LAB_PREFIX=DIR installs them under DIR instead (tests/test_jupyterlab_reader.py).
+LAB_PREFIX ?= $(VENV)
+READER_LAB := tools/chapters/jupyterlab
+reader-lab:
+	mkdir -p $(LAB_PREFIX)/etc/jupyter/labconfig $(LAB_PREFIX)/etc/jupyter/jupyter_server_config.d \
+	  $(LAB_PREFIX)/share/jupyter/labextensions/aiayn-reader/static
+	cp $(READER_LAB)/page_config.json $(LAB_PREFIX)/etc/jupyter/labconfig/page_config.json
+	cp $(READER_LAB)/nbgrader_off.json $(LAB_PREFIX)/etc/jupyter/jupyter_server_config.d/zz_aiayn_reader.json
+	cp $(READER_LAB)/aiayn-reader/package.json $(LAB_PREFIX)/share/jupyter/labextensions/aiayn-reader/
+	cp $(READER_LAB)/aiayn-reader/static/remoteEntry.js \
+	  $(LAB_PREFIX)/share/jupyter/labextensions/aiayn-reader/static/
+
 setup: $(STAMP)
+	@$(MAKE) --no-print-directory --silent reader-lab
 
 # Prints where the corpus is read from; downloads it into the cache (checksummed) if it is not there.
 data: setup

@@ -64,10 +64,11 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _jupyter_lab(cwd: Path, tmp: Path, *, folder: str = "notebooks/", myst: bool = True):
+def _jupyter_lab(cwd: Path, tmp: Path, *, folder: str = "notebooks/", myst: bool = True, env: dict | None = None):
     """``(base URL, token)`` of ``jupyter lab FOLDER`` started in ``cwd``, as the README
     starts it, with its own settings, config and runtime folders under ``tmp`` (and
-    jupyterlab-myst turned off when ``myst`` is false, as in a JupyterLab without it)."""
+    jupyterlab-myst turned off when ``myst`` is false, as in a JupyterLab without it;
+    ``env``: more environment variables, e.g. JUPYTER_PATH). Its log: ``tmp/lab.log``."""
     jupyter = Path(sys.executable).with_name("jupyter")
     settings = tmp / "settings"
     for plugin, values in {
@@ -87,6 +88,7 @@ def _jupyter_lab(cwd: Path, tmp: Path, *, folder: str = "notebooks/", myst: bool
         JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
         JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        **(env or {}),
     )
     port, token = _free_port(), secrets.token_hex(16)
     command = [str(jupyter), "lab", folder, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
