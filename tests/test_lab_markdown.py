@@ -166,3 +166,12 @@ def test_a_box_that_another_chapter_links_holds_its_label():
         if m["label"] in linked
     ]
     assert not outside, f"labels a link points to, left before their box: {outside}"
+
+
+def test_api_page_shows_no_sphinx_role():
+    """``notebooks/api.md`` is Markdown: a docstring's ``:class:`MultiHeadAttention``` shows
+    as the name in code (issue 55's Low items: 5 lines showed the raw role)."""
+    text = (ROOT / "notebooks" / "api.md").read_text(encoding="utf-8")
+    roles = re.findall(r":[a-z]+:`[^`]+`", text)
+    assert not roles, f"raw Sphinx roles in notebooks/api.md: {roles}"
+    assert "`MultiHeadAttention` whose scores" in lab_markdown.api_text()

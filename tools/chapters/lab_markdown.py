@@ -282,8 +282,13 @@ def api_text(root: Path = ROOT) -> str:
         target = targets.get(name, f"aiayn_helpers.{name}")
         doc = inspect.getdoc(getattr(ah, name)) or ""
         first = doc.split("\n\n")[0].replace("\n", " ").strip()
+        first = SPHINX_ROLE.sub(r"`\1`", first)  # a name in Markdown, not a Sphinx role
         lines += [f'<a id="{target}"></a>', "", f"**`ah.{name}`**: {first}", ""]
     return "\n".join(lines)
+
+
+# a Sphinx cross-reference in a docstring (:class:`MultiHeadAttention`, :func:`~x.y`)
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|obj|exc):`~?([^`]+)`")
 
 
 def support_files(root: Path = ROOT) -> dict[str, bytes]:
