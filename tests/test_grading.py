@@ -353,7 +353,7 @@ def test_grading_refuses_a_folder_holding_links(tmp_path, monkeypatch, capsys):
     """nbgrader copies a submission's files following links: make grade moves such a
     folder out of submitted/ before nbgrader runs, reports it and grades the rest
     (nbgrader stood in here; test_grading_hostile.py grades a class beside one)."""
-    from grading import cli
+    from grading import cli, confine
 
     course = tmp_path / "course"
     folder = course / "submitted" / "s1" / ASSIGNMENT
@@ -362,11 +362,11 @@ def test_grading_refuses_a_folder_holding_links(tmp_path, monkeypatch, capsys):
     (folder / "notes.txt").symlink_to(SOURCE)
     seen = []
 
-    def nbgrader(*args, course, **kw):
+    def nbgrader(command, assignment, students, course, *args, **kw):  # confine.run
         seen.append(sorted(os.listdir(course / "submitted")))
-        return "log\n"
+        return {s: {"status": "ok"} for s in students}, "log\n"
 
-    monkeypatch.setattr(cli, "nbgrader", nbgrader)
+    monkeypatch.setattr(confine, "run", nbgrader)
     monkeypatch.setattr(cli, "set_due_date", lambda *a: None)
     monkeypatch.setattr(cli, "write_grades", lambda *a: [])
     assert grade.main([ASSIGNMENT, "--course", str(course), "--unsandboxed"]) == 1

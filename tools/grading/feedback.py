@@ -270,7 +270,7 @@ def offline_math(page: Path) -> bool:
         return False
     local = MATHJAX.joinpath("tex-chtml-full.js").is_file()
     if local:
-        _copy_mathjax(page.parent / "mathjax", page.parents[3] / ".mathjax")
+        _copy_mathjax(page.parent / "mathjax", page.parents[2] / ".mathjax")
     block = LOCAL_MATHJAX if local else "<!-- no MathJax: the math shows as TeX -->"
     page.write_text(MATHJAX_BLOCK.sub(lambda m: block, text, count=1), encoding="utf-8")
     return True
@@ -278,7 +278,8 @@ def offline_math(page: Path) -> bool:
 
 def _copy_mathjax(target: Path, shared: Path) -> None:
     """The vendored MathJax at ``target``: hard links to one copy per course
-    (``shared``, <course>/.mathjax), or copies where links cannot be made."""
+    (``shared``, <course>/feedback/.mathjax: grading writes nothing outside its
+    output folders), or copies where links cannot be made."""
     import shutil
 
     if not shared.is_dir():
