@@ -19,7 +19,10 @@ late policy). This module runs them for ``make grade``:
   their grades (nbgrader alone skips any student already graded);
 * a student folder that cannot be graded safely (an odd name, a link) is moved to
   ``<course>/refused/`` and reported (folders.py), and every other one is graded;
-* the submissions to grade are shared among ``--workers`` nbgrader processes,
+* nbgrader reads, grades and writes the feedback of each submission in a child
+  process of its own, under limits of its own (confine.py: ``--grader-memory``,
+  ``--grader-cpu``); a submission past one scores 0 with the reason;
+* the submissions to grade are shared among ``--workers`` nbgrader servers,
   each grading its share one sandbox after another (default: one per core, fewer
   when the memory a sandbox may take times the workers would not fit in the
   memory available, which is said); a line per submission graded says how far
