@@ -76,15 +76,18 @@ function startWorker() {
 const load = () => ready || startWorker();
 
 // One translation through the worker (loading it first if needed): the worker's result.
+// The sentence is sent at once, loading or not: the worker translates it as soon as it
+// is ready (and skips its warm-up, since a translation waits).
 async function ask(text, options = {}, onPhase = null) {
-  await load();
+  const loaded = load();
   const id = nextId++;
-  const sent = worker;
+  const answer = new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject, onPhase });
+    worker.postMessage({ type: "translate", id, text, ...options });
+  });
   try {
-    return await new Promise((resolve, reject) => {
-      waiting.set(id, { resolve, reject, onPhase });
-      sent.postMessage({ type: "translate", id, text, ...options });
-    });
+    // a failed load rejects both (forget): Promise.all hears the first and handles both
+    return (await Promise.all([loaded, answer]))[1];
   } finally {
     waiting.delete(id);
   }
@@ -126,7 +129,7 @@ function box(root, index) {
   root.classList.add("tr-box");
   const label = element("label", { for: id }, "A German sentence to translate");
   const hint = element("p", { class: "tr-hint", id: id + "-hint" },
-    "Ctrl+Enter (⌘+Enter on a Mac) translates from the box. The model and its runtime (about 23 MB, less where the server compresses them) are fetched from this site when you first click into the box.");
+    "Ctrl+Enter (⌘+Enter on a Mac) translates from the box. The model and its runtime (about 23 MB, less where the server compresses them) are fetched from this site when you first click into the box, and kept by your browser for your next visit.");
   const input = element("textarea", { id, rows: "2", lang: "de", dir: "auto", spellcheck: "false",
     placeholder: "Zwei Hunde spielen im Schnee.", "aria-describedby": id + "-hint" });
   const translate = element("button", { type: "button", class: "tr-translate" }, "Translate");
@@ -201,7 +204,17 @@ function box(root, index) {
     link.hidden = true;
     delete root.dataset.english;
     try {
-      if (!ready || loading) {
+      const needsLoading = !ready || loading;
+      // the attention maps only where the explorer shows them (elsewhere the link to
+      // the explorer translates again there)
+      const options = { greedy: greedy.checked, maps: Boolean(window.aiaynExplorer) };
+      // asked at once: the worker translates the moment it is ready
+      const asked = ask(checked.text, options, (m) => {
+        Object.assign(mine, m);
+        root.dataset.phase = mine.phase;
+      });
+      asked.catch(() => {}); // heard below, or ended by Stop
+      if (needsLoading) {
         progress.hidden = false;
         progressText.hidden = false;
         say("Loading the model and its runtime (once per visit)...");
@@ -210,15 +223,9 @@ function box(root, index) {
         await load();
       }
       if (mine.stopped) return;
-      mine.phase = root.dataset.phase = "encoding";
+      if (mine.phase === "loading") mine.phase = root.dataset.phase = "encoding";
       say(greedy.checked ? "Translating (greedy)..." : "Translating (beam search)...");
-      // the attention maps only where the explorer shows them (elsewhere the link to
-      // the explorer translates again there)
-      const options = { greedy: greedy.checked, maps: Boolean(window.aiaynExplorer) };
-      const result = await ask(checked.text, options, (m) => {
-        Object.assign(mine, m);
-        root.dataset.phase = mine.phase;
-      });
+      const result = await asked;
       if (mine.stopped) return;
       english.textContent = result.english;
       output.hidden = false;

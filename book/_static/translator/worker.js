@@ -38,11 +38,14 @@ async function load() {
   tokenizer = new Tokenizer(runner.tokenizerJson);
   // a first, short beam search (three steps of a sentence no reader is shown) while the
   // reader still types: the runtime's code for the model's shapes is compiled and warm
-  // by the time they press Translate (the first translation was twice the later ones)
+  // by the time they press Translate (the first translation was twice the later ones);
+  // skipped when a translation already waits (it warms the code itself, and sooner)
   const warm = performance.now();
   const info = runner.info;
-  await beamSearch(runner, [...tokenizer.encode("Ein Hund läuft."), info.eos_id], info, info.beam_size,
-    info.length_penalty, async () => false, { trace: null, maxLength: 3 });
+  if (!waitingTranslations) {
+    await beamSearch(runner, [...tokenizer.encode("Ein Hund läuft."), info.eos_id], info, info.beam_size,
+      info.length_penalty, async () => false, { trace: null, maxLength: 3 });
+  }
   runner.timings.warmup = (performance.now() - warm) / 1000;
   postMessage({ type: "ready", info: runner.info, threads: runner.threads, cached: runner.cached,
     seconds: (performance.now() - start) / 1000, timings: runner.timings });
@@ -123,16 +126,21 @@ async function translate({ id, text, greedy, beamSize, alpha, maxLength, trace, 
 }
 
 let queue = Promise.resolve();
+let waitingTranslations = 0; // translations asked for and not yet started
 onmessage = (event) => {
   const message = event.data;
   if (message.type === "stop") {
     stop = true;
     return;
   }
+  if (message.type === "translate") waitingTranslations++;
   queue = queue.then(async () => {
     try {
       if (message.type === "load") await load();
-      else if (message.type === "translate") await translate(message);
+      else if (message.type === "translate") {
+        waitingTranslations--;
+        await translate(message);
+      }
     } catch (err) {
       postMessage({ type: "error", id: message.id, stopped: err instanceof Stopped ? err.phase : undefined,
         message: String(err && err.message ? err.message : err) });
