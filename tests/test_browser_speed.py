@@ -6,8 +6,9 @@ offline, on the built site (the server and pages of test_browser_reader.py):
   Cast and Mul for onnxruntime to fold), a three-step beam search before the reader's;
   make bench-browser records them;
 * the page downloads the page's graphs (``*.widened.onnx``), never the Python ones;
-* a returning reader (the files in the browser's cache) gets a ready box without a
-  click and without a download, while a first visit's page view loads nothing;
+* a returning reader (every file of this version in the browser's cache) gets a ready
+  box without a click and without a download, while a first visit's page view loads
+  nothing, and so does a returning reader's after the model changed;
 * a box on a page without the explorer computes no attention maps (its English comes
   without the "maps" phase); the explorer's box still does.
 
@@ -71,6 +72,18 @@ def test_a_returning_reader_gets_a_ready_box_without_a_download(reader):  # noqa
     # cache (this test's server sends no Cache-Control)
     assert [p for p in _model_requests(server) if not p.endswith(".mjs")] == []
     assert _box(again).locator("textarea").input_value() == ""  # nothing was clicked or typed
+    # the model updated (its weights no longer in the cache): nothing loads until a click
+    again.evaluate(
+        """async () => { const cache = await caches.open('aiayn-translator');
+           for (const k of await cache.keys()) if (k.url.includes('weights.bin')) await cache.delete(k); }"""
+    )
+    again.close()
+    server.log.clear()
+    third = page.context.new_page()
+    third.goto(page.url, wait_until="load")
+    third.wait_for_timeout(3000)
+    assert third.evaluate("() => window.aiaynTranslator.loaded()") is False
+    assert [p for p in _model_requests(server) if not p.endswith(".mjs")] == []
 
 
 def test_maps_only_where_the_explorer_shows_them(reader):  # noqa: F811

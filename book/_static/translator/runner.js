@@ -52,6 +52,41 @@ const get = async (url, onBytes) => {
 // replaces the older. Where Cache Storage is missing (an insecure origin) or full,
 // the files are simply downloaded.
 const CACHE = "aiayn-translator";
+const keyOf = (url, version) => `${url}?v=${encodeURIComponent(version)}`;
+
+// The runtime's version: its size and ETag (or Last-Modified), from a HEAD request.
+async function runtimeVersion(wasmUrl) {
+  const head = await fetch(wasmUrl, { method: "HEAD", cache: "no-cache" }).catch((err) => {
+    throw new Error(`the runtime could not be reached (${err.message})`);
+  });
+  const size = +(head.headers.get("content-length") || 0);
+  return { size, version: `${size}-${head.headers.get("etag") || head.headers.get("last-modified") || ""}` };
+}
+
+const readInfo = (base) => fetch(base + "translator.json", { cache: "no-cache" }).catch((err) => {
+  throw new Error(`translator.json could not be downloaded (${err.message})`);
+}).then((r) => {
+  if (!r.ok) throw new Error(`translator.json: HTTP ${r.status}`);
+  return r.json();
+});
+
+// True when Cache Storage holds this version of every file the load would download (a
+// returning reader's box may then load while the page is idle: nothing is downloaded
+// but translator.json and a HEAD of the runtime); false otherwise, never an error.
+export async function allCached(base, ortBase) {
+  try {
+    if (!self.caches || !(await caches.has(CACHE))) return false;
+    const cache = await caches.open(CACHE);
+    const wasmUrl = ortBase + "ort-wasm-simd-threaded.wasm";
+    const [info, wasm] = await Promise.all([readInfo(base), runtimeVersion(wasmUrl)]);
+    const keys = [keyOf(wasmUrl, wasm.version), ...info.page_files.map((f) => keyOf(base + f, info.sha256[f]))];
+    const hits = await Promise.all(keys.map((k) => cache.match(k)));
+    return hits.every(Boolean);
+  } catch {
+    return false;
+  }
+}
+
 async function fetchOnce(url, version, size, onBytes) {
   let cache = null;
   try {
@@ -59,7 +94,7 @@ async function fetchOnce(url, version, size, onBytes) {
   } catch {
     cache = null;
   }
-  const key = `${url}?v=${encodeURIComponent(version)}`;
+  const key = keyOf(url, version);
   if (cache) {
     const hit = await cache.match(key).catch(() => null);
     if (hit) {
@@ -92,20 +127,11 @@ export class Runner {
     const t0 = performance.now();
     const wasmUrl = ortBase + "ort-wasm-simd-threaded.wasm";
     // the runtime's module, the model's description and the runtime's size at once
-    const [ort, info, head] = await Promise.all([
+    const [ort, info, { size: wasmSize, version: wasmVersion }] = await Promise.all([
       import(ortBase + "ort.wasm.min.mjs"),
-      fetch(base + "translator.json", { cache: "no-cache" }).catch((err) => {
-        throw new Error(`translator.json could not be downloaded (${err.message})`);
-      }).then((r) => {
-        if (!r.ok) throw new Error(`translator.json: HTTP ${r.status}`);
-        return r.json();
-      }),
-      fetch(wasmUrl, { method: "HEAD", cache: "no-cache" }).catch((err) => {
-        throw new Error(`the runtime could not be reached (${err.message})`);
-      }),
+      readInfo(base),
+      runtimeVersion(wasmUrl),
     ]);
-    const wasmSize = +(head.headers.get("content-length") || 0);
-    const wasmVersion = `${wasmSize}-${head.headers.get("etag") || head.headers.get("last-modified") || ""}`;
     const pageFiles = info.page_files;
     const total = pageFiles.reduce((a, f) => a + info.bytes[f], 0) + wasmSize;
     let loaded = 0;

@@ -111,13 +111,15 @@ const MB = (bytes) => (bytes / 1e6).toFixed(1);
 // the page is idle (compiling, widening the weights, creating the sessions: a second or
 // two of one core), so that Translate answers at once. A first visit still waits for
 // the reader's click into the box.
+// Only when every file of this version is in the cache (after an update of the model or
+// the runtime, the next download waits for the click again).
 let preloading = false;
 function whenReturning() {
   if (preloading || ready || !self.caches) return;
   preloading = true;
   const idle = (f) => (self.requestIdleCallback ? requestIdleCallback(f, { timeout: 3000 }) : setTimeout(f, 500));
   caches.has("aiayn-translator")
-    .then(async (has) => has && (await (await caches.open("aiayn-translator")).keys()).length > 0)
+    .then(async (has) => has && (await import("./runner.js")).allCached(here + "model/", here + "ort/"))
     .then((returning) => { if (returning) idle(() => { if (!ready) load(); }); })
     .catch(() => {});
 }
