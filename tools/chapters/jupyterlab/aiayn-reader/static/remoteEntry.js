@@ -7,9 +7,10 @@
 //    <a data-jupyter-id="x">, and it asks a page to scroll to a link's anchor before
 //    jupyterlab-myst has drawn the page. So, after a click on a link with an anchor
 //    (#x or file#x), the plugin waits until the page the link opens is current and holds
-//    an element whose id or data-jupyter-id is x, scrolls it to the top, and scrolls again
-//    while the page above it is still being drawn (images, math), until the element
-//    stays put for a second, the reader scrolls, or 20 s pass.
+//    an element whose id or data-jupyter-id is x, scrolls it (or the box it opens, with
+//    the box's title) to the top, and scrolls again while the page above it is still
+//    being drawn (images, math), until it stays put for a second, the reader scrolls,
+//    or 20 s pass.
 // 2. A phone's width. Below 700 px the left sidebar (the file browser) is closed when
 //    JupyterLab starts and each time a document opens, so the document gets the screen.
 (function () {
@@ -56,8 +57,10 @@
             if (Date.now() - started > 20000) { stop(); return; }
             var widget = shell.currentWidget;
             if (!widget || (name && !pathOf(widget).endsWith(name))) return;
-            var target = widget.node.querySelector(selector);
-            if (!target || !target.getClientRects().length) return;
+            var found = widget.node.querySelector(selector);
+            if (!found || !found.getClientRects().length) return;
+            // a label inside a box (a common-mistake admonition): the box, with its title
+            var target = found.closest("aside") || found;
             var top = target.getBoundingClientRect().top;
             if (last !== null && Math.abs(top - last) < 2) {
               still += 1;
