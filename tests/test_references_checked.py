@@ -10,7 +10,8 @@ what was checked and where:
   another work's reference list), ``partly`` (some fields only) or ``unchecked`` (no
   source was found; the note says so);
 - ``source``: the address of the stored copy that was read, ``source_kind`` what it is;
-- ``checked``: the fields compared, ``found``: title, year and pages as the source gives
+- ``checked``: the fields compared, ``found``: title, year and pages (and, where
+  ``authors`` is checked, the author list in BibTeX's order and form) as the source gives
   them, which the entry must still carry (an edit of the entry that drifts from what
   was checked fails here until the record is checked again);
 - ``note``: what changed in the entry, or what was not checked and why.
@@ -73,6 +74,9 @@ def disagreements(key: str, record: dict, body: str) -> list[str]:
     for name in ("year", "pages"):
         if name in checked and found.get(name) != field(body, name):
             wrong.append(f"{name} {field(body, name)!r}, checked as {found.get(name)!r}")
+    authors = field(body, "author") or ""
+    if "authors" in checked and plain(found.get("authors", "")) != plain(authors):
+        wrong.append(f"authors {authors!r}, checked as {found.get('authors')!r}")
     return wrong
 
 
@@ -104,5 +108,13 @@ def test_the_check_catches_a_drifted_entry():
     moved = body.replace("311--318", "311--319")
     assert disagreements("k", record, moved) == ["pages '311--319', checked as '311--318'"]
     assert disagreements("k", {**record, "checked": ["title"]}, body)
+    named = "  author    = {Su, Jianlin and Ahmed, Murtadha},\n" + body
+    by_authors = {**record, "checked": ["title", "venue", "year", "pages", "authors"]}
+    by_authors["found"] = {**record["found"], "authors": "Su, Jianlin and Ahmed, Murtadha"}
+    assert disagreements("k", by_authors, named) == []
+    swapped = named.replace("Su, Jianlin and Ahmed, Murtadha", "Ahmed, Murtadha and Su, Jianlin")
+    assert disagreements("k", by_authors, swapped) == [
+        "authors 'Ahmed, Murtadha and Su, Jianlin', checked as 'Su, Jianlin and Ahmed, Murtadha'"
+    ]
     blank = {"status": "unchecked", "source": "", "checked": [], "found": {}, "note": ""}
     assert disagreements("k", blank, body) == ["say why it is unchecked"]
