@@ -2,7 +2,7 @@
 
     python tools/ship/export_browser.py --out _build/translator [--int8] [--check N]
 
-writes three files the page loads (``book/_static/translator/``) and runs them with
+writes the files the page loads (``book/_static/translator/``) and runs them with
 onnxruntime-web:
 
 * ``encoder.onnx``: source ids ``src`` ``(B, S)`` -> the cross-attention keys and
@@ -19,7 +19,11 @@ onnxruntime-web:
   the cross-attention's queries ``cross_q`` ``(L, N, H, 1, d_k)`` (the explorer's
   step-by-step view shows one head's query, keys, scores and weights);
 * ``weights.bin``: every weight once, read by both graphs (ONNX external data); the
-  shared embedding is the source and target embedding and the output projection.
+  shared embedding is the source and target embedding and the output projection;
+* ``encoder.widened.onnx``, ``decoder.widened.onnx``: the same two graphs as the page
+  runs them, every weight read as float32 from ``widened.bin``, which the page computes
+  from ``weights.bin`` (``widen.js``; :func:`widen` here, recipe in translator.json) so
+  that onnxruntime-web has no Cast and Mul to fold while it loads them (_Widened).
 
 The graphs are written out operation by operation from the book's equations (not
 traced), so each node is one line of chapters 3 to 8: post-norm residuals, the
