@@ -131,7 +131,7 @@ function box(root, index) {
   root.classList.add("tr-box");
   const label = element("label", { for: id }, "A German sentence to translate");
   const hint = element("p", { class: "tr-hint", id: id + "-hint" },
-    "Ctrl+Enter (⌘+Enter on a Mac) translates from the box. The model and its runtime (about 23 MB, less where the server compresses them) are fetched from this site when you first click into the box, and kept by your browser for your next visit.");
+    "Ctrl+Enter (⌘+Enter on a Mac) translates from the box. The model and its runtime (about 23 MB, less where the server compresses them) are fetched from this site when you first click into the box.");
   const input = element("textarea", { id, rows: "2", lang: "de", dir: "auto", spellcheck: "false",
     placeholder: "Zwei Hunde spielen im Schnee.", "aria-describedby": id + "-hint" });
   const translate = element("button", { type: "button", class: "tr-translate" }, "Translate");
