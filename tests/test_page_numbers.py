@@ -81,12 +81,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("book/instructor_guide.md", "293"): "the README's measurement of the reader set's "
     "download (the README's exception: pip download and du -sh on 2026-11-24), quoted "
     "as the README's",
-    ("book/instructor_guide.md", "838"): "the grader's child process's peak address "
-    "space, measured for the confinement commit (764f0e1) on 2 shared cores at a load of "
-    "3 to 7, as the sentence says; make grade writes it to autograde.log on each run, and "
-    "no record file of that measurement was kept",
-    ("book/instructor_guide.md", "7.7"): "the same measurement's slowest honest "
-    "submission with its sandbox (4.5-7.7 s), load stated in the sentence; no record file",
+    ("book/instructor_guide.md", "874"): "the grader's child process's peak address "
+    "space, measured for the warm children's commit (4a8cc4d) on 2 shared cores at a load "
+    "of 1.4 to 2.2, as the sentence says; make grade writes it to autograde.log on each "
+    "run, and no record file of that measurement was kept",
     ("book/instructor_guide.md", "8.9"): "the same measurement: the 19 MiB notebook's CPU "
     "seconds before the memory limit stopped it; no record file",
 }
