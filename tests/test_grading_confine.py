@@ -108,10 +108,9 @@ def test_a_notebook_under_the_caps_past_the_memory_limit_is_refused_and_the_next
     assert repair.too_large(payload) == ""  # the caps let it through
     honest = tmp_path / "honest.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), honest)
-    start = time.monotonic()
     why = confine.read_notebook(payload, limits)
+    # the memory limit stopped it, not the CPU or wall limit (no wall-clock assert: CI is shared)
     assert why == "the grader's memory limit (600 MiB) was exceeded while reading the notebook"
-    assert time.monotonic() - start < 60
     assert confine.read_notebook(honest, limits) == ""
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{not json")
