@@ -6,10 +6,19 @@ against another bibliography. ``tests/data/references_checked.json`` keeps, for 
 what was checked and where:
 
 - ``status``: ``checked`` (the publisher's or proceedings' own record, or the work's own
-  first page), ``secondary`` (only a secondary index agrees: a Scopus-style record,
-  another work's reference list), ``partly`` (some fields only) or ``unchecked`` (no
-  source was found; the note says so);
+  first page), ``secondary`` (only a secondary record agrees: the authors' or their
+  employer's page, a Scopus-style index, another work's reference list), ``partly`` (some
+  fields only) or ``unchecked`` (no source was found; the note says so);
 - ``source``: the address of the stored copy that was read, ``source_kind`` what it is;
+- ``source_class``: what kind of record the source is: ``work`` (the work itself: its
+  PDF, first page, arXiv rendering or LaTeX source), ``publisher`` (its publisher's or
+  proceedings' own record, arXiv's and OpenReview's included; for a technical report,
+  the issuing institution), ``authors`` (the authors' own repository or page),
+  ``institution`` (an employer's publication record) or ``index`` (Scholar, Scopus,
+  Mendeley, another work's references). ``checked`` needs ``work`` or ``publisher``;
+  ``secondary`` needs one of the others, so the two words cannot drift apart again
+  (an employer's record once counted as ``checked`` for one entry and ``secondary``
+  for another);
 - ``checked``: the fields compared, ``found``: title, year and pages (and, where
   ``authors`` is checked, the author list in BibTeX's order and form) as the source gives
   them, which the entry must still carry (an edit of the entry that drifts from what
@@ -34,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDS = json.loads((ROOT / "tests" / "data" / "references_checked.json").read_text())
 STATUSES = {"checked", "secondary", "partly", "unchecked"}
 FIELDS = {"title", "venue", "year", "pages", "authors"}
+PRIMARY = {"work", "publisher"}
+SOURCE_CLASSES = PRIMARY | {"authors", "institution", "index"}
 
 
 def field(body: str, name: str) -> str | None:
@@ -57,14 +68,21 @@ def disagreements(key: str, record: dict, body: str) -> list[str]:
         wrong.append(f"status {status!r} is not one of {sorted(STATUSES)}")
     if not checked <= FIELDS:
         wrong.append(f"unknown fields {sorted(checked - FIELDS)}")
+    source_class = record.get("source_class", "")
     if status == "unchecked":
-        if checked or record["source"]:
-            wrong.append("an unchecked entry names no source and no checked field")
+        if checked or record["source"] or source_class:
+            wrong.append("an unchecked entry names no source, class or checked field")
         if len(record["note"].split()) < 5:
             wrong.append("say why it is unchecked")
         return wrong
     if not record["source"].startswith("http"):
         wrong.append("a checked field needs the address of the source read")
+    if source_class not in SOURCE_CLASSES:
+        wrong.append(f"source_class {source_class!r} is not one of {sorted(SOURCE_CLASSES)}")
+    elif status == "checked" and source_class not in PRIMARY:
+        wrong.append(f"'checked' needs a source of class {sorted(PRIMARY)}, not {source_class!r}")
+    elif status == "secondary" and source_class in PRIMARY:
+        wrong.append(f"a {source_class!r} source is primary: say checked or partly")
     if status == "checked":
         needed = {"title", "venue", "year"} | ({"pages"} if field(body, "pages") else set())
         if not needed <= checked:
@@ -100,6 +118,7 @@ def test_the_check_catches_a_drifted_entry():
     record = {
         "status": "checked",
         "source": "https://aclanthology.org/P02-1040.bib",
+        "source_class": "publisher",
         "checked": ["title", "venue", "year", "pages"],
         "found": {"title": "Old BLEU title", "year": "2002", "pages": "311--318"},
         "note": "",
@@ -118,3 +137,36 @@ def test_the_check_catches_a_drifted_entry():
     ]
     blank = {"status": "unchecked", "source": "", "checked": [], "found": {}, "note": ""}
     assert disagreements("k", blank, body) == ["say why it is unchecked"]
+
+
+def test_checked_needs_the_work_or_its_publisher():
+    body = "  title = {On the Properties},\n  year = {2014},\n  pages = {103--111},\n"
+    record = {
+        "status": "checked",
+        "source": "https://nyuscholars.nyu.edu/en/publications/on-the-properties",
+        "source_class": "institution",
+        "checked": ["title", "venue", "year", "pages"],
+        "found": {"title": "On the Properties", "year": "2014", "pages": "103--111"},
+        "note": "",
+    }
+    assert disagreements("k", record, body) == [
+        "'checked' needs a source of class ['publisher', 'work'], not 'institution'"
+    ]
+    for kind in ("authors", "index"):
+        assert disagreements("k", {**record, "source_class": kind}, body)
+    assert disagreements("k", {**record, "status": "secondary"}, body) == []
+    for kind in PRIMARY:
+        assert disagreements("k", {**record, "source_class": kind}, body) == []
+        assert disagreements("k", {**record, "status": "secondary", "source_class": kind}, body)
+    assert disagreements("k", {**record, "source_class": "blog"}, body)
+    assert disagreements("k", {k: v for k, v in record.items() if k != "source_class"}, body)
+
+
+def test_every_checked_record_rests_on_a_primary_source():
+    """The property over all records: the status and the class of the source agree."""
+    loose = {
+        key: (r["status"], r.get("source_class"))
+        for key, r in RECORDS.items()
+        if (r["status"] == "checked") != (r.get("source_class") in PRIMARY) and r["status"] != "partly"
+    }
+    assert not loose, f"status and source_class disagree: {loose}"
