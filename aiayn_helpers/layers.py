@@ -19,7 +19,7 @@ from .attention import MultiHeadAttention
 
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied at each position (section 3.3).
+    """``FFN(x) = max(0, x W_1 + b_1) W_2 + b_2`` at each position (section 3.3).
 
     ``(batch, seq_len, d_model) -> (batch, seq_len, d_model)``; dropout sits on the
     hidden layer.
