@@ -36,6 +36,8 @@ the recorded run's machine), each with its reason.
 
 from __future__ import annotations
 
+import ast
+import copy
 import json
 import re
 from pathlib import Path
@@ -269,3 +271,75 @@ def test_chapter_1s_alignment_bounds_hold_under_every_kernel_and_thread_count():
             f"chapter 1 asserts {name} >= {bound}, but a recorded run reached only {worst} "
             f"(margin {margin}): rerun the chapter under each kernel set and thread count"
         )
+
+
+# Chapter 1's accuracy asserts (the cell after the accuracy figure) on the same runs:
+# each comparison must hold with the record's margin to spare.
+ACCURACY_CELL = "assert short_plain > 0.7"
+
+
+def chapter_1_code(marker: str) -> str:
+    nb = nbformat.read(ROOT / "notebooks" / "01_history_of_attention.ipynb", as_version=4)
+    cells = [c.source for c in nb.cells if c.cell_type == "code" and marker in c.source]
+    assert len(cells) == 1, f"chapter 1 has {len(cells)} code cells with {marker!r}"
+    return cells[0]
+
+
+class _Tighten(ast.NodeTransformer):
+    """``a > b`` becomes ``a - MARGIN > b`` and ``a < b`` becomes ``a + MARGIN < b``."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.Compare:
+        self.generic_visit(node)
+        (op,) = node.ops  # the chapter writes one comparison at a time
+        shift = ast.Sub() if isinstance(op, ast.Gt | ast.GtE) else ast.Add()
+        assert isinstance(op, ast.Gt | ast.GtE | ast.Lt | ast.LtE), ast.unparse(node)
+        node.left = ast.BinOp(node.left, shift, ast.Name("MARGIN", ast.Load()))
+        return node
+
+
+def accuracy_failures(run: dict, margin: float, code: str) -> tuple[list[str], int]:
+    """The chapter's accuracy asserts that the run's recorded accuracies break with the
+    margin, and how many asserts were evaluated."""
+    helper = ast.parse(chapter_1_code("def mean_acc("))
+    scope: dict = {
+        "acc_plain": {int(k): v for k, v in run["acc_plain"].items()},
+        "acc_attn": {int(k): v for k, v in run["acc_attn"].items()},
+        "MARGIN": margin,
+    }
+    for node in helper.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "mean_acc":
+            exec(compile(ast.Module([node], []), "chapter 1", "exec"), scope)
+    failed, count = [], 0
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.Assign):
+            exec(compile(ast.Module([node], []), "chapter 1", "exec"), scope)
+        elif isinstance(node, ast.Assert):
+            count += 1
+            tight = ast.fix_missing_locations(_Tighten().visit(copy.deepcopy(node)))
+            try:
+                exec(compile(ast.Module([tight], []), "chapter 1", "exec"), scope)
+            except AssertionError:
+                failed.append(ast.unparse(node.test))
+    return failed, count
+
+
+def test_chapter_1s_accuracy_asserts_hold_under_every_kernel_and_thread_count():
+    code, margin = chapter_1_code(ACCURACY_CELL), KERNEL_RUNS["margin"]
+    for run in KERNEL_RUNS["runs"]:
+        failed, count = accuracy_failures(run, margin, code)
+        assert count >= 10, f"only {count} asserts read from chapter 1's accuracy cell"
+        assert not failed, (
+            f"under {run['capability']} with {run['threads']} thread(s) the recorded "
+            f"accuracies break {failed} with a margin of {margin}: loosen the bound in "
+            f"chapter 1, or rerun tools/chapters/kernel_runs.py if the chapter changed"
+        )
+
+
+def test_the_accuracy_check_sees_a_bound_without_margin():
+    run = KERNEL_RUNS["runs"][0]
+    code = chapter_1_code(ACCURACY_CELL)
+    bands = [(range(5, 10), 0.95), (range(10, 20), 0.5), (range(20, 31), 0.3), (range(31, 41), 0.1)]
+    plain = {str(k): share for lengths, share in bands for k in lengths}
+    failed, _ = accuracy_failures({**run, "acc_plain": plain}, 0.05, code)
+    assert "long_plain < 1 / 3" in failed  # 0.30 is under 1/3, but not by 0.05
+    assert accuracy_failures({**run, "acc_plain": plain}, 0.0, code)[0] == []
