@@ -89,7 +89,7 @@ def test_explorer_page_quotes_the_benchmark():
     """The explorer page's "how it works" figures are book/translator_bench.json's
     (written by make bench-browser): the download, the first translation cold (clicked at
     once, and after typing) with its phases, the second visit, the 10 Mbit/s estimate, the
-    issue's goals met or not and whether the machine was idle."""
+    speed goals met or not and whether the machine was idle."""
     bench = json.loads((ROOT / "book" / "translator_bench.json").read_text(encoding="utf-8"))
     page = (ROOT / "book" / "attention_explorer.md").read_text(encoding="utf-8")
     page = " ".join(page.split())
