@@ -197,3 +197,35 @@ def test_no_code_line_is_wider_than_88_columns(path):
         if len(line) > 88
     ]
     assert not wide, wide
+
+
+# "issue 54", "item 3 of issue 53": the project's own tracker, which a reader of the site,
+# a notebook or the README cannot see. Another project's issue is cited by its link
+# ("[Tensor2Tensor issue 61](https://github.com/...)").
+TRACKER = re.compile(r"(?i)\bissues? #?\d+(?!\]\(https?://)")
+
+
+def tracker_mentions(text: str) -> list[str]:
+    text = re.sub(r"\[[^\]]*\]\(https?://[^)]*\)", "", text)  # a linked citation
+    return [m.group(0) for m in TRACKER.finditer(text)]
+
+
+def reader_texts() -> list[tuple[str, str]]:
+    texts = [(p.name, p.read_text()) for p in sorted((ROOT / "book").glob("*.md"))]
+    texts.append(("README.md", (ROOT / "README.md").read_text()))
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        texts.append((path.name, markdown))
+    return texts
+
+
+def test_what_readers_read_names_no_issue_of_the_projects_tracker():
+    found = {name: m for name, text in reader_texts() if (m := tracker_mentions(text))}
+    assert not found, f"say what the issue asked instead of its number: {found}"
+
+
+def test_the_tracker_check_lets_a_linked_citation_through():
+    cited = "see [Tensor2Tensor issue 61](https://github.com/tensorflow/tensor2tensor/issues/61)"
+    assert tracker_mentions(cited) == []
+    assert tracker_mentions("Against issue 54's goals") == ["issue 54"]
