@@ -171,6 +171,46 @@ def test_feedback_pages_load_mathjax_from_the_course_and_nothing_remote(tmp_path
     assert page.read_text() == text
 
 
+def test_the_pages_index_names_each_test_and_leaves_out_the_graders_helpers(tmp_path):
+    """nbgrader's index says "Test cell" for every test and lists the grader's hidden
+    helpers (0 points) as "Test cell (Score: 0.0 / 0.0)"; the finished page names each
+    test by its grade id and leaves the helpers out of the index (not out of the page)."""
+    import nbgrader
+    from nbconvert import HTMLExporter
+
+    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    exporter = HTMLExporter(
+        template_name="feedback",
+        extra_template_basedirs=[str(formgrader / "templates")],
+        extra_template_paths=[str(formgrader / "static/node_modules/bootstrap/dist/css")],
+    )
+    cells = []
+    for ident, points, score in [("grader_helpers", 0, 0), ("test_sdpa_mask", 2, 1.5)]:
+        cell = nbformat.v4.new_code_cell(f"# {ident}")
+        cell.metadata["nbgrader"] = {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "grade_id": ident,
+            "points": points,
+            "score": score,
+            "schema_version": 3,
+        }
+        cells.append(cell)
+    graded = {"notebook": "a1", "score": 1.5, "max_score": 2, "late_penalty": 0}
+    text, _ = exporter.from_notebook_node(nbformat.v4.new_notebook(cells=cells), resources={"nbgrader": graded})
+    page = tmp_path / "feedback" / "s1" / "a1" / "a1.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(text, encoding="utf-8")
+    assert '<a href="#grader_helpers">Test cell</a> (Score: 0.0 / 0.0)' in text  # nbgrader's
+    assert feedback.finish_pages(tmp_path, "a1") == {}
+    done = page.read_text()
+    assert '<li><a href="#test_sdpa_mask">test_sdpa_mask</a> (Score: 1.5 / 2.0)</li>' in done
+    assert 'href="#grader_helpers"' not in done and "Test cell</a>" not in done
+    assert '<a name="grader_helpers"></a>' in done  # the cell itself stays on the page
+    assert feedback.named_index(page) is False  # again: unchanged
+
+
 def test_a_feedback_page_over_the_cap_is_cut_to_a_short_page_that_says_why(tmp_path):
     small, big = _page(tmp_path, "s1"), _page(tmp_path, "s2", "y" * (3 << 20))
     assert big.stat().st_size > 3 << 20

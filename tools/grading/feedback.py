@@ -258,7 +258,32 @@ def finish_pages(course: Path, assignment: str, students=None, cap: int = MAX_PA
                 said.setdefault(student, []).append(line)
             else:
                 offline_math(page)
+                named_index(page)
     return said
+
+
+# nbgrader's index of a page's graded cells: every test cell is "Test cell", and the
+# grader's own hidden-helper cell (0 points) reads "Test cell (Score: 0.0 / 0.0)".
+INDEX_ITEM = re.compile(r'<li><a href="#([A-Za-z0-9_-]+)">Test cell</a> \(Score: ([0-9.]+) / ([0-9.]+)\)</li>\n?')
+
+
+def named_index(page: Path) -> bool:
+    """The page's index names each test cell by its grade id ("test_sdpa_mask") and
+    leaves out the test cells worth no points (the grader's helpers, which the student
+    has nothing to do with). Whether the page changed."""
+    text = page.read_text(encoding="utf-8")
+
+    def item(m: re.Match) -> str:
+        ident, score, points = m.groups()
+        if float(points) == 0 and float(score) == 0:
+            return ""
+        return f'<li><a href="#{ident}">{ident}</a> (Score: {score} / {points})</li>\n'
+
+    new = INDEX_ITEM.sub(item, text)
+    if new == text:
+        return False
+    page.write_text(new, encoding="utf-8")
+    return True
 
 
 def offline_math(page: Path) -> bool:
