@@ -310,6 +310,20 @@ def test_feedback_withholds_the_hidden_tests(graded):
     assert not [s for s in hidden if s in printed], printed[:500]
 
 
+@needs_sandbox
+def test_feedback_index_names_every_test_and_not_the_graders_helpers(graded):
+    """On the pages make grade --feedback writes (the fixture's class), the index names
+    each test worth points by its grade id, and not the 0-point helper cell."""
+    course, students, _, _ = graded
+    cells = [c.metadata.get("nbgrader", {}) for c in nbformat.read(SOURCE, as_version=4).cells]
+    tests = [m["grade_id"] for m in cells if m.get("grade") and m.get("points")]
+    helpers = [m["grade_id"] for m in cells if m.get("grade") and not m.get("points")]
+    assert tests and helpers, (tests, helpers)
+    for page in sorted((course / "feedback").rglob("*.html")):
+        index = re.findall(r'<li><a href="#([\w-]+)">([\w-]+)</a> \(Score: ', page.read_text())
+        assert index == [(t, t) for t in tests], f"{page.relative_to(course)}: {index}"
+
+
 def test_a_forged_or_missing_result_fails_its_test():
     """The sandbox returns outputs only; a test cell it did not report on scores 0."""
     from nbgrader.utils import determine_grade

@@ -113,16 +113,24 @@ def test_the_entry_agrees_with_what_was_checked(key):
     assert not wrong, f"{key}: {wrong}"
 
 
-def test_the_check_catches_a_drifted_entry():
-    body = "  title = {Old {BLEU} Title},\n  year = {2002},\n  pages = {311--318},\n"
+def checked_entry(title: str, year: str, pages: str, source: str, kind: str):
+    """A BibTeX body and a "checked" record of it that agree."""
+    body = f"  title = {{{title}}},\n  year = {{{year}}},\n  pages = {{{pages}}},\n"
     record = {
         "status": "checked",
-        "source": "https://aclanthology.org/P02-1040.bib",
-        "source_class": "publisher",
+        "source": source,
+        "source_class": kind,
         "checked": ["title", "venue", "year", "pages"],
-        "found": {"title": "Old BLEU title", "year": "2002", "pages": "311--318"},
+        "found": {"title": plain(title), "year": year, "pages": pages},
         "note": "",
     }
+    return body, record
+
+
+def test_the_check_catches_a_drifted_entry():
+    body, record = checked_entry(
+        "Old {BLEU} Title", "2002", "311--318", "https://aclanthology.org/P02-1040.bib", "publisher"
+    )
     assert disagreements("k", record, body) == []
     moved = body.replace("311--318", "311--319")
     assert disagreements("k", record, moved) == ["pages '311--319', checked as '311--318'"]
@@ -140,15 +148,8 @@ def test_the_check_catches_a_drifted_entry():
 
 
 def test_checked_needs_the_work_or_its_publisher():
-    body = "  title = {On the Properties},\n  year = {2014},\n  pages = {103--111},\n"
-    record = {
-        "status": "checked",
-        "source": "https://nyuscholars.nyu.edu/en/publications/on-the-properties",
-        "source_class": "institution",
-        "checked": ["title", "venue", "year", "pages"],
-        "found": {"title": "On the Properties", "year": "2014", "pages": "103--111"},
-        "note": "",
-    }
+    nyu = "https://nyuscholars.nyu.edu/en/publications/on-the-properties"
+    body, record = checked_entry("On the Properties", "2014", "103--111", nyu, "institution")
     assert disagreements("k", record, body) == [
         "'checked' needs a source of class ['publisher', 'work'], not 'institution'"
     ]

@@ -59,17 +59,10 @@ def run_once(path: Path, marker: str, values: dict[str, str], cap: str, threads:
     env = {**os.environ, "ATEN_CPU_CAPABILITY": cap, "PYTHONHASHSEED": "0"}
     if threads > 1:
         env["OMP_WAIT_POLICY"] = "PASSIVE"  # how a waiting thread sleeps; no arithmetic
-    saved = dict(os.environ)
-    os.environ.update(env)  # the kernel inherits the environment of this process
-    try:
-        start = time.perf_counter()
-        NotebookClient(
-            nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-        ).execute()
-        seconds = time.perf_counter() - start
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    client = NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute(env=env)  # the kernel's environment (jupyter_client's start_kernel)
+    seconds = time.perf_counter() - start
     out = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
     record = json.loads(out.strip().splitlines()[-1])
     return {"capability": cap, "threads": threads, **record, "seconds": round(seconds, 1)}
